@@ -1,0 +1,32 @@
+// Process-wide logging on spdlog. Messages go to stderr with time, level and
+// (when set) the rank, so interleaved logs of several processes stay readable.
+// Thread-safe.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+namespace flotilla::log {
+
+// Tags every later line with "[rank N]". Call once the rank is known.
+void SetRank(int rank);
+// Reads FLOTILLA_LOG_LEVEL (trace|debug|info|warn|error|off); default info.
+void InitFromEnv();
+
+template <typename... Args>
+void Info(spdlog::format_string_t<Args...> fmt, Args&&... args) {
+  spdlog::info(fmt, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void Warn(spdlog::format_string_t<Args...> fmt, Args&&... args) {
+  spdlog::warn(fmt, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void Error(spdlog::format_string_t<Args...> fmt, Args&&... args) {
+  spdlog::error(fmt, std::forward<Args>(args)...);
+}
+template <typename... Args>
+void Debug(spdlog::format_string_t<Args...> fmt, Args&&... args) {
+  spdlog::debug(fmt, std::forward<Args>(args)...);
+}
+
+}  // namespace flotilla::log

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs Flotilla's build and test dependencies from Debian packages.
+# Idempotent: installs only what is missing. Uses sudo when not root.
+#   scripts/install-deps.sh          build + test dependencies
+#   scripts/install-deps.sh --bench  also the peers the benchmarks compare against
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libopenblas-dev libgloo-dev
+  libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  openmpi-bin libopenmpi-dev
+  etcd-server iproute2 procps python3 python3-sklearn
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

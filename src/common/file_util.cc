@@ -1,0 +1,91 @@
+#include "flotilla/common/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "flotilla/common/enforce.h"
+
+namespace flotilla {
+namespace fs = std::filesystem;
+
+namespace {
+
+void WriteAll(int fd, std::string_view data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) FLOTILLA_THROW(Unavailable, "cannot write '", path, "': ", std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+void WriteFileAtomic(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) FLOTILLA_THROW(Unavailable, "cannot create '", tmp, "': ", std::strerror(errno));
+  try {
+    WriteAll(fd, data, tmp);
+    if (::fsync(fd) != 0) FLOTILLA_THROW(Unavailable, "cannot fsync '", tmp, "': ", std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    FLOTILLA_THROW(Unavailable, "cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) FLOTILLA_THROW(NotFound, "cannot open file '", path, "'");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+bool FileExists(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+void MakeDirs(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) FLOTILLA_THROW(Unavailable, "cannot create directory '", path, "': ", ec.message());
+}
+
+void RenameDirAtomic(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  if (fs::exists(to, ec)) {
+    std::string old = to + ".old." + std::to_string(::getpid());
+    fs::rename(to, old, ec);
+    if (ec) FLOTILLA_THROW(Unavailable, "cannot move '", to, "' aside: ", ec.message());
+    fs::rename(from, to, ec);
+    if (ec) FLOTILLA_THROW(Unavailable, "cannot rename '", from, "' to '", to, "': ", ec.message());
+    fs::remove_all(old, ec);
+    return;
+  }
+  fs::rename(from, to, ec);
+  if (ec) FLOTILLA_THROW(Unavailable, "cannot rename '", from, "' to '", to, "': ", ec.message());
+}
+
+void RemoveAll(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+}
+
+}  // namespace flotilla

@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include "flotilla/core/selected_rows.h"
+#include "flotilla/core/tensor.h"
+
+namespace flotilla {
+namespace {
+
+TEST(Tensor, AllocatesAlignedAndReusesBuffer) {
+  Tensor t(DType::kFloat32, {4, 8});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
+  const void* before = t.raw_data();
+  t.Resize({2, 8});
+  EXPECT_EQ(t.mutable_data<float>(), before);
+  t.Resize({16, 8});
+  EXPECT_NE(t.mutable_data<float>(), before);
+}
+
+TEST(Tensor, CopySharesCloneDoesNot) {
+  auto t = Tensor::FromVector<int64_t>({1, 2, 3, 4}, {2, 2});
+  Tensor shared = t;
+  Tensor deep = t.Clone();
+  t.data<int64_t>()[0] = 9;
+  EXPECT_EQ(shared.data<int64_t>()[0], 9);
+  EXPECT_EQ(deep.data<int64_t>()[0], 1);
+}
+
+TEST(Tensor, WrongTypeAndUninitialisedThrow) {
+  Tensor t(DType::kFloat64, {3});
+  EXPECT_THROW(t.data<float>(), InvalidArgument);
+  Tensor empty;
+  empty.Resize({2});
+  EXPECT_THROW(empty.raw_data(), InvalidArgument);
+  EXPECT_THROW(t.Reshape({4}), InvalidArgument);
+}
+
+TEST(Tensor, SliceIsAView) {
+  auto t = Tensor::FromVector<float>({0, 1, 2, 3, 4, 5}, {3, 2});
+  Tensor s = t.Slice(1, 3);
+  EXPECT_EQ(s.dims(), (Dims{2, 2}));
+  EXPECT_EQ(s.data<float>()[0], 2.0f);
+  s.data<float>()[0] = 7;
+  EXPECT_EQ(t.data<float>()[2], 7.0f);
+}
+
+TEST(SelectedRows, MergeAndDense) {
+  auto v = Tensor::FromVector<float>({1, 1, 2, 2, 3, 3}, {3, 2});
+  SelectedRows sr({4, 1, 4}, v, 6);
+  auto merged = sr.MergeRows();
+  EXPECT_EQ(merged.rows(), (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(merged.value().ToVector<float>(), (std::vector<float>{2, 2, 4, 4}));
+  auto dense = sr.ToDense();
+  EXPECT_EQ(dense.dims(), (Dims{6, 2}));
+  EXPECT_EQ(dense.data<float>()[8], 4.0f);
+  EXPECT_EQ(dense.data<float>()[0], 0.0f);
+}
+
+}  // namespace
+}  // namespace flotilla
