@@ -1,0 +1,328 @@
+// TCPStoreServer: one thread, poll() over the listening socket, a wake pipe
+// and every client connection. Requests that must wait (get, wait) are parked
+// with a deadline and answered when a set/add supplies their keys or when the
+// deadline passes; the poll timeout is the nearest deadline, so nothing spins.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <list>
+#include <map>
+#include <thread>
+
+#include "comm/store/socket_util.h"
+#include "comm/store/wire.h"
+#include "flotilla/comm/hash_store.h"
+#include "flotilla/comm/tcp_store.h"
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/logging.h"
+
+namespace flotilla::comm {
+
+using Clock = std::chrono::steady_clock;
+
+class TCPStoreServerImpl {
+ public:
+  TCPStoreServerImpl(const std::string& host, int port, std::string token);
+  ~TCPStoreServerImpl();
+
+  int port() const { return port_; }
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
+
+ private:
+  struct Conn {
+    net::Fd fd;
+    Bytes in;
+    Bytes out;
+    bool authed = false;
+    bool closing = false;  // close once `out` is flushed
+  };
+  struct Parked {
+    int fd;
+    uint8_t cmd;
+    std::vector<std::string> keys;
+    Clock::time_point deadline;
+    std::chrono::milliseconds timeout;
+  };
+
+  void Loop();
+  int PollTimeoutMs() const;
+  void Accept();
+  void ReadFrom(Conn& c);
+  void WriteTo(Conn& c);
+  void HandleMessage(Conn& c, wire::Reader& r);
+  void HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r);
+  void Park(Conn& c, uint8_t cmd, std::vector<std::string> keys, int64_t timeout_ms);
+  void Answer(Conn& c, const Parked& p);
+  void WakeParked();
+  void ExpireParked();
+  void Reply(Conn& c, const wire::Writer& w);
+  std::vector<std::string> Missing(const std::vector<std::string>& keys) const;
+
+  std::string host_;
+  int port_ = 0;
+  std::string token_;
+  net::Fd listen_;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> stop_{false};
+  // Owned by the server thread only.
+  std::map<int, Conn> conns_;
+  std::list<Parked> parked_;
+  std::map<std::string, Bytes> data_;
+  std::thread thread_;
+};
+
+TCPStoreServerImpl::TCPStoreServerImpl(const std::string& host, int port, std::string token)
+    : host_(host.empty() ? "0.0.0.0" : host), token_(std::move(token)) {
+  listen_ = net::Listen(host, port);
+  port_ = net::LocalPort(listen_.get());
+  net::SetNonBlocking(listen_.get());
+  FLOTILLA_CHECK(::pipe2(wake_, O_CLOEXEC) == 0, Unavailable, "TCPStoreServer: pipe failed");
+  thread_ = std::thread([this] { Loop(); });
+}
+
+TCPStoreServerImpl::~TCPStoreServerImpl() {
+  stop_ = true;
+  char b = 1;
+  (void)!::write(wake_[1], &b, 1);
+  thread_.join();
+  ::close(wake_[0]);
+  ::close(wake_[1]);
+}
+
+int TCPStoreServerImpl::PollTimeoutMs() const {
+  auto now = Clock::now();
+  int64_t ms = 1000;
+  for (const auto& p : parked_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p.deadline - now).count();
+    ms = std::min<int64_t>(ms, std::max<int64_t>(left + 1, 0));
+  }
+  return static_cast<int>(ms);
+}
+
+void TCPStoreServerImpl::Loop() {
+  std::vector<pollfd> fds;
+  while (!stop_) {
+    fds.clear();
+    fds.push_back({wake_[0], POLLIN, 0});
+    fds.push_back({listen_.get(), POLLIN, 0});
+    for (auto& [fd, c] : conns_) {
+      fds.push_back({fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+    }
+    int rc = ::poll(fds.data(), fds.size(), PollTimeoutMs());
+    if (rc < 0 && errno != EINTR) {
+      log::Error("TCPStoreServer {}: poll failed: {}", address(), strerror(errno));
+      return;
+    }
+    if (rc > 0) {
+      if (fds[1].revents & POLLIN) Accept();
+      for (size_t i = 2; i < fds.size(); ++i) {
+        auto it = conns_.find(fds[i].fd);
+        if (it == conns_.end()) continue;
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadFrom(it->second);
+        if (fds[i].revents & POLLOUT) WriteTo(it->second);
+      }
+    }
+    ExpireParked();
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      bool dead = it->second.fd.get() < 0 || (it->second.closing && it->second.out.empty());
+      if (dead) {
+        parked_.remove_if([&](const Parked& p) { return p.fd == it->first; });
+        it = conns_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+void TCPStoreServerImpl::Accept() {
+  while (true) {
+    int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    net::SetNoDelay(fd);
+    conns_[fd].fd = net::Fd(fd);
+  }
+}
+
+void TCPStoreServerImpl::ReadFrom(Conn& c) {
+  uint8_t buf[65536];
+  while (true) {
+    ssize_t k = ::recv(c.fd.get(), buf, sizeof(buf), 0);
+    if (k > 0) {
+      c.in.insert(c.in.end(), buf, buf + k);
+      continue;
+    }
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) break;
+    c.fd = net::Fd();  // closed or failed
+    return;
+  }
+  size_t pos = 0;
+  while (c.in.size() - pos >= 4 && !c.closing) {
+    uint32_t n;
+    std::memcpy(&n, c.in.data() + pos, 4);
+    if (n > wire::kMaxMessage) {
+      c.fd = net::Fd();
+      return;
+    }
+    if (c.in.size() - pos - 4 < n) break;
+    wire::Reader r(c.in.data() + pos + 4, n);
+    pos += 4 + n;
+    try {
+      HandleMessage(c, r);
+    } catch (const Error& e) {
+      Reply(c, wire::Writer().u8(wire::kBadRequest).str(e.what()));
+      c.closing = true;
+    }
+  }
+  c.in.erase(c.in.begin(), c.in.begin() + pos);
+}
+
+void TCPStoreServerImpl::WriteTo(Conn& c) {
+  while (!c.out.empty() && c.fd.get() >= 0) {
+    ssize_t k = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    if (k > 0) {
+      c.out.erase(c.out.begin(), c.out.begin() + k);
+    } else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+      return;
+    } else {
+      c.fd = net::Fd();
+    }
+  }
+}
+
+void TCPStoreServerImpl::Reply(Conn& c, const wire::Writer& w) {
+  Bytes framed = w.Framed();
+  c.out.insert(c.out.end(), framed.begin(), framed.end());
+  WriteTo(c);
+}
+
+void TCPStoreServerImpl::HandleMessage(Conn& c, wire::Reader& r) {
+  uint8_t cmd = r.u8();
+  if (cmd == wire::kHello) {
+    std::string token = r.str();
+    if (!token_.empty() && token != token_) {
+      log::Warn("TCPStoreServer {}: refused a client presenting a wrong token", address());
+      Reply(c, wire::Writer().u8(wire::kRefused));
+      c.closing = true;
+      return;
+    }
+    c.authed = true;
+    Reply(c, wire::Writer().u8(wire::kOk));
+    return;
+  }
+  FLOTILLA_CHECK(c.authed, InvalidArgument, "TCPStore request before hello");
+  HandleAuthed(c, cmd, r);
+}
+
+void TCPStoreServerImpl::HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r) {
+  switch (cmd) {
+    case wire::kSet: {
+      std::string key = r.str();
+      data_[key] = r.bytes();
+      Reply(c, wire::Writer().u8(wire::kOk));
+      WakeParked();
+      return;
+    }
+    case wire::kGet: {
+      std::string key = r.str();
+      Park(c, cmd, {key}, r.i64());
+      return;
+    }
+    case wire::kAdd: {
+      std::string key = r.str();
+      int64_t delta = r.i64();
+      auto it = data_.find(key);
+      int64_t v = (it == data_.end() ? 0 : DecodeCounter(it->second, key)) + delta;
+      data_[key] = EncodeCounter(v);
+      Reply(c, wire::Writer().u8(wire::kOk).i64(v));
+      WakeParked();
+      return;
+    }
+    case wire::kCheck:
+      Reply(c, wire::Writer().u8(wire::kOk).u8(Missing(r.strs()).empty() ? 1 : 0));
+      return;
+    case wire::kWait: {
+      auto keys = r.strs();
+      Park(c, cmd, std::move(keys), r.i64());
+      return;
+    }
+    case wire::kDelete:
+      Reply(c, wire::Writer().u8(wire::kOk).u8(data_.erase(r.str()) > 0 ? 1 : 0));
+      return;
+    default:
+      FLOTILLA_THROW(InvalidArgument, "unknown TCPStore command ", int(cmd));
+  }
+}
+
+void TCPStoreServerImpl::Park(Conn& c, uint8_t cmd, std::vector<std::string> keys,
+                              int64_t timeout_ms) {
+  auto timeout = std::chrono::milliseconds(timeout_ms);
+  Parked p{c.fd.get(), cmd, std::move(keys), Clock::now() + timeout, timeout};
+  if (Missing(p.keys).empty()) {
+    Answer(c, p);
+  } else {
+    parked_.push_back(std::move(p));
+  }
+}
+
+void TCPStoreServerImpl::Answer(Conn& c, const Parked& p) {
+  wire::Writer w;
+  w.u8(wire::kOk);
+  if (p.cmd == wire::kGet) {
+    const Bytes& v = data_.at(p.keys[0]);
+    w.bytes(v.data(), v.size());
+  }
+  Reply(c, w);
+}
+
+void TCPStoreServerImpl::WakeParked() {
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    auto c = conns_.find(it->fd);
+    if (c != conns_.end() && Missing(it->keys).empty()) {
+      Answer(c->second, *it);
+      it = parked_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void TCPStoreServerImpl::ExpireParked() {
+  auto now = Clock::now();
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    auto c = conns_.find(it->fd);
+    if (c != conns_.end() && now >= it->deadline) {
+      Reply(c->second, wire::Writer().u8(wire::kTimeout).strs(Missing(it->keys)));
+      it = parked_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<std::string> TCPStoreServerImpl::Missing(const std::vector<std::string>& keys) const {
+  std::vector<std::string> missing;
+  for (const auto& k : keys) {
+    if (!data_.count(k)) missing.push_back(k);
+  }
+  return missing;
+}
+
+// ---- public face ----
+
+std::unique_ptr<TCPStoreServer> TCPStoreServer::Start(const std::string& host, int port,
+                                                       const std::string& token) {
+  auto impl = std::make_unique<TCPStoreServerImpl>(host, port, token);
+  return std::unique_ptr<TCPStoreServer>(new TCPStoreServer(std::move(impl)));
+}
+
+TCPStoreServer::TCPStoreServer(std::unique_ptr<TCPStoreServerImpl> impl)
+    : impl_(std::move(impl)) {}
+TCPStoreServer::~TCPStoreServer() = default;
+int TCPStoreServer::port() const { return impl_->port(); }
+std::string TCPStoreServer::address() const { return impl_->address(); }
+
+}  // namespace flotilla::comm

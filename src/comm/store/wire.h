@@ -1,0 +1,99 @@
+// The TCPStore wire format: length-prefixed binary messages. Private to the
+// store. Integers are little-endian (every host Flotilla targets is).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "flotilla/comm/store.h"
+#include "flotilla/common/enforce.h"
+
+namespace flotilla::comm::wire {
+
+enum Command : uint8_t {
+  kHello = 1,   // token -> Ok | Refused
+  kSet = 2,     // key, value -> Ok
+  kGet = 3,     // key, timeout_ms -> Ok value | Timeout missing
+  kAdd = 4,     // key, delta -> Ok i64
+  kCheck = 5,   // keys -> Ok u8
+  kWait = 6,    // keys, timeout_ms -> Ok | Timeout missing
+  kDelete = 7,  // key -> Ok u8
+};
+
+enum Status : uint8_t { kOk = 0, kTimeout = 1, kRefused = 2, kBadRequest = 3 };
+
+// Largest message either side accepts; guards against garbage lengths.
+constexpr uint32_t kMaxMessage = 1u << 30;
+
+class Writer {
+ public:
+  Writer& u8(uint8_t v) { return raw(&v, 1); }
+  Writer& u32(uint32_t v) { return raw(&v, 4); }
+  Writer& i64(int64_t v) { return raw(&v, 8); }
+  Writer& bytes(const void* p, size_t n) { return u32(static_cast<uint32_t>(n)).raw(p, n); }
+  Writer& str(const std::string& s) { return bytes(s.data(), s.size()); }
+  Writer& strs(const std::vector<std::string>& v) {
+    u32(static_cast<uint32_t>(v.size()));
+    for (const auto& s : v) str(s);
+    return *this;
+  }
+  // The body prefixed with its length, ready to send.
+  Bytes Framed() const {
+    Bytes out(4 + body_.size());
+    uint32_t n = static_cast<uint32_t>(body_.size());
+    std::memcpy(out.data(), &n, 4);
+    std::memcpy(out.data() + 4, body_.data(), body_.size());
+    return out;
+  }
+
+ private:
+  Writer& raw(const void* p, size_t n) {
+    auto* b = static_cast<const uint8_t*>(p);
+    body_.insert(body_.end(), b, b + n);
+    return *this;
+  }
+  Bytes body_;
+};
+
+// Reads fields from one message body; throws Corruption past the end.
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
+  uint8_t u8() { uint8_t v; raw(&v, 1); return v; }
+  uint32_t u32() { uint32_t v; raw(&v, 4); return v; }
+  int64_t i64() { int64_t v; raw(&v, 8); return v; }
+  Bytes bytes() {
+    uint32_t n = u32();
+    Need(n);
+    Bytes out(p_, p_ + n);
+    p_ += n;
+    return out;
+  }
+  std::string str() {
+    Bytes b = bytes();
+    return std::string(b.begin(), b.end());
+  }
+  std::vector<std::string> strs() {
+    uint32_t n = u32();
+    std::vector<std::string> out;
+    for (uint32_t i = 0; i < n; ++i) out.push_back(str());
+    return out;
+  }
+
+ private:
+  void Need(size_t n) const {
+    FLOTILLA_CHECK(static_cast<size_t>(end_ - p_) >= n, Corruption,
+                   "TCPStore message truncated");
+  }
+  void raw(void* out, size_t n) {
+    Need(n);
+    std::memcpy(out, p_, n);
+    p_ += n;
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+}  // namespace flotilla::comm::wire
