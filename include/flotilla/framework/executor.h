@@ -1,0 +1,67 @@
+// Executor: runs a Program's global block on a Place, in a Scope.
+//
+// Persistable variables (parameters, optimizer state) live in the scope the
+// caller passes (default global_scope()); temporaries live in a kid scope
+// that the executor keeps per (program, scope) and reuses across runs, so a
+// training loop allocates nothing after its first step. Programs are prepared
+// once per version (ops resolved to kernels and variables).
+//
+// Run() is not thread-safe for one Executor; use one Executor per thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flotilla/core/place.h"
+#include "flotilla/core/tensor.h"
+#include "flotilla/framework/program.h"
+#include "flotilla/framework/scope.h"
+
+namespace flotilla {
+
+using FeedMap = std::map<std::string, Tensor>;
+
+// Observes each op as it runs: (op, start ns, end ns). For traces and tests
+// of communication overlap. Called on the executor's thread.
+using OpObserver = std::function<void(const OpDesc&, int64_t, int64_t)>;
+
+class Executor {
+ public:
+  explicit Executor(Place place = CPUPlace());
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Feeds `feed`, runs every op of block 0 and returns copies of the fetched
+  // variables in order. Throws InvalidArgument naming the variable for a feed
+  // of the wrong shape or dtype, NotFound for a feed or fetch name that is not
+  // in the program, and InvalidArgument for a data variable the program reads
+  // but that was not fed. Fetch variables by name: {loss.name(), "acc"}.
+  std::vector<Tensor> Run(const Program& program, const FeedMap& feed = {},
+                          const std::vector<std::string>& fetch_list = {},
+                          Scope* scope = nullptr);
+
+  // Tells every remote service this trainer used (parameter servers) that it
+  // has finished, by running the hooks registered with AddCloseHook. Safe to
+  // call more than once.
+  void Close();
+  // Hooks are process-wide: the distributed runtimes register theirs.
+  static void AddCloseHook(std::function<void()> hook);
+
+  void set_op_observer(OpObserver observer) { observer_ = std::move(observer); }
+  const Place& place() const { return place_; }
+
+ private:
+  struct Prepared;
+  Prepared& Prepare(const Program& program, Scope& scope);
+
+  Place place_;
+  std::map<std::pair<uint64_t, const Scope*>, std::unique_ptr<Prepared>> cache_;
+  OpObserver observer_;
+  bool closed_ = false;
+};
+
+}  // namespace flotilla

@@ -1,0 +1,192 @@
+#include "flotilla/framework/executor.h"
+
+#include <chrono>
+#include <mutex>
+#include <set>
+
+#include "flotilla/common/strings.h"
+#include "flotilla/framework/op_registry.h"
+
+namespace flotilla {
+
+namespace {
+
+struct PreparedOp {
+  const OpDesc* op = nullptr;
+  const KernelFn* kernel = nullptr;
+  RuntimeContext rt;
+};
+
+std::mutex close_hooks_mu;
+std::vector<std::function<void()>>& CloseHooks() {
+  static auto* hooks = new std::vector<std::function<void()>>();
+  return *hooks;
+}
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+struct Executor::Prepared {
+  uint64_t version = ~0ull;
+  Scope* local = nullptr;
+  std::vector<PreparedOp> ops;
+  std::vector<std::string> data_inputs;  // data variables the ops read
+};
+
+Executor::Executor(Place place) : place_(place) {}
+
+Executor::~Executor() {
+  for (auto& [key, prepared] : cache_) {
+    const_cast<Scope*>(key.second)->DeleteScope(prepared->local);
+  }
+}
+
+namespace {
+
+const KernelFn& FindKernel(const OpInfo& info, const Place& place) {
+  auto it = info.kernels.find(place.kind());
+  // Device slots on a CPU-only build run the CPU kernels.
+  if (it == info.kernels.end()) it = info.kernels.find(Place::Kind::kCPU);
+  if (it == info.kernels.end()) {
+    FLOTILLA_THROW(Unimplemented, "op '", info.type, "' has no kernel for ", place.ToString());
+  }
+  return it->second;
+}
+
+void Resolve(const VarNameMap& slots, Scope& local, std::map<std::string, std::vector<ScopeVar*>>* out) {
+  for (const auto& [slot, names] : slots) {
+    auto& vars = (*out)[slot];
+    for (const auto& n : names) {
+      if (n == kEmptyVarName || n.empty()) {
+        vars.push_back(nullptr);
+        continue;
+      }
+      ScopeVar* v = local.FindVar(n);
+      vars.push_back(v != nullptr ? v : local.Var(n));
+    }
+  }
+}
+
+std::vector<std::string> DataInputs(const Block& block) {
+  std::set<std::string> produced;
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (const auto& op : block.ops()) {
+    for (const auto& in : op->InputArgumentNames()) {
+      const VarDesc* v = block.FindVar(in);
+      if (v && v->is_data && !produced.count(in) && seen.insert(in).second) out.push_back(in);
+    }
+    for (const auto& o : op->OutputArgumentNames()) produced.insert(o);
+  }
+  return out;
+}
+
+}  // namespace
+
+Executor::Prepared& Executor::Prepare(const Program& program, Scope& scope) {
+  auto& slot = cache_[{program.id(), &scope}];
+  if (slot && slot->version == program.version()) return *slot;
+  if (!slot) {
+    slot = std::make_unique<Prepared>();
+    slot->local = &scope.NewScope();
+  }
+  Prepared& p = *slot;
+  const Block& block = program.global_block();
+  for (const VarDesc* v : block.AllVars()) {
+    if (v->persistable) {
+      scope.Var(v->name);
+    } else {
+      p.local->Var(v->name);
+    }
+  }
+  p.ops.clear();
+  for (const auto& op : block.ops()) {
+    PreparedOp prepared;
+    prepared.op = op.get();
+    prepared.kernel = &FindKernel(OpRegistry::Global().Get(op->type), place_);
+    Resolve(op->inputs, *p.local, &prepared.rt.inputs);
+    Resolve(op->outputs, *p.local, &prepared.rt.outputs);
+    p.ops.push_back(std::move(prepared));
+  }
+  p.data_inputs = DataInputs(block);
+  p.version = program.version();
+  return p;
+}
+
+namespace {
+
+void CheckFeed(const Block& block, const std::string& name, const Tensor& value) {
+  const VarDesc* v = block.FindVar(name);
+  if (v == nullptr) FLOTILLA_THROW(NotFound, "feed '", name, "' is not a variable of the program");
+  FLOTILLA_ENFORCE(value.initialized(), "feed '", name, "' is an empty tensor");
+  FLOTILLA_ENFORCE(v->dtype == value.dtype(), "feed '", name, "' has dtype ",
+                   DTypeName(value.dtype()), " but the program declares ", DTypeName(v->dtype));
+  FLOTILLA_ENFORCE(DimsCompatible(v->shape, value.dims()), "feed '", name, "' has shape ",
+                   DimsToString(value.dims()), " but the program declares ",
+                   DimsToString(v->shape), " (-1 matches any size)");
+}
+
+void CheckFeedsPresent(const std::vector<std::string>& data_inputs, const FeedMap& feed) {
+  for (const auto& name : data_inputs) {
+    if (feed.count(name)) continue;
+    std::vector<std::string> given;
+    for (const auto& [n, t] : feed) given.push_back(n);
+    FLOTILLA_THROW(InvalidArgument, "data variable '", name,
+                   "' is read by the program but was not fed (fed: [", Join(given, ", "), "])");
+  }
+}
+
+Tensor FetchValue(const ScopeVar* v, const std::string& name) {
+  FLOTILLA_ENFORCE(v != nullptr && v->IsInitialized(), "fetch '", name,
+                   "' has no value after the run");
+  if (v->IsSelectedRows()) return v->GetSelectedRows().ToDense();
+  return v->GetTensor().Clone();
+}
+
+}  // namespace
+
+std::vector<Tensor> Executor::Run(const Program& program, const FeedMap& feed,
+                                  const std::vector<std::string>& fetch_list, Scope* scope) {
+  Scope& s = scope != nullptr ? *scope : global_scope();
+  const Block& block = program.global_block();
+  for (const auto& [name, value] : feed) CheckFeed(block, name, value);
+  for (const auto& name : fetch_list) {
+    if (!block.FindVar(name)) FLOTILLA_THROW(NotFound, "fetch '", name, "' is not a variable of the program");
+  }
+  Prepared& p = Prepare(program, s);
+  CheckFeedsPresent(p.data_inputs, feed);
+  for (const auto& [name, value] : feed) p.local->FindVar(name)->GetMutableTensor()->ShareDataWith(value);
+  for (PreparedOp& op : p.ops) {
+    ExecutionContext ctx(*op.op, op.rt, *p.local, place_);
+    int64_t start = observer_ ? NowNanos() : 0;
+    (*op.kernel)(ctx);
+    if (observer_) observer_(*op.op, start, NowNanos());
+  }
+  std::vector<Tensor> out;
+  out.reserve(fetch_list.size());
+  for (const auto& name : fetch_list) out.push_back(FetchValue(p.local->FindVar(name), name));
+  return out;
+}
+
+void Executor::Close() {
+  if (closed_) return;
+  closed_ = true;
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(close_hooks_mu);
+    hooks = CloseHooks();
+  }
+  for (auto& hook : hooks) hook();
+}
+
+void Executor::AddCloseHook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(close_hooks_mu);
+  CloseHooks().push_back(std::move(hook));
+}
+
+}  // namespace flotilla

@@ -1,0 +1,179 @@
+// fill_constant, sum, assign, fill_zeros_like: the ops backward itself needs.
+#include <cstring>
+
+#include "flotilla/core/math.h"
+#include "flotilla/framework/op_registry.h"
+#include "framework/ops/ops.h"
+
+namespace flotilla::ops {
+namespace {
+
+// ---- fill_constant: Out = value, shape and dtype from attributes ----
+
+void FillConstantShape(InferShapeContext& ctx) {
+  auto shape = ctx.Attr<std::vector<int64_t>>("shape");
+  ctx.SetOutputDim("Out", Dims(shape.begin(), shape.end()));
+  ctx.SetOutputDType("Out", static_cast<DType>(ctx.Attr<int32_t>("dtype")));
+}
+
+void FillConstantKernel(ExecutionContext& ctx) {
+  auto shape = ctx.Attr<std::vector<int64_t>>("shape");
+  auto dtype = static_cast<DType>(ctx.Attr<int32_t>("dtype"));
+  double value = ctx.Attr<double>("value");
+  Tensor* out = ctx.Output("Out");
+  out->Resize(Dims(shape.begin(), shape.end()));
+  VisitDType(dtype, [&]<typename T>() {
+    T* p = out->mutable_data<T>();
+    for (int64_t i = 0; i < out->numel(); ++i) p[i] = static_cast<T>(value);
+  });
+}
+
+// ---- sum: Out = Σ X_i, dense or SelectedRows ----
+
+void SumShape(InferShapeContext& ctx) {
+  ctx.ShareDim("X", "Out");
+  ctx.SetOutputVarType("Out", ctx.InputVarType("X"));
+  for (size_t i = 0; i < ctx.op().Inputs("X").size(); ++i) {
+    if (ctx.InputVarType("X", i) == VarType::kDenseTensor) {
+      ctx.SetOutputVarType("Out", VarType::kDenseTensor);
+    }
+  }
+}
+
+// Adds a SelectedRows into a dense tensor of its full shape.
+template <typename T>
+void AddRowsInto(const SelectedRows& rows, Tensor* dense) {
+  int64_t width = rows.row_width();
+  const T* src = rows.value().data<T>();
+  T* dst = dense->data<T>();
+  for (size_t r = 0; r < rows.rows().size(); ++r) {
+    T* out = dst + rows.rows()[r] * width;
+    for (int64_t j = 0; j < width; ++j) out[j] += src[r * width + j];
+  }
+}
+
+void SumSelectedRows(ExecutionContext& ctx) {
+  std::vector<int64_t> rows;
+  std::vector<const SelectedRows*> parts;
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    ScopeVar* v = ctx.InputVar("X", i);
+    if (v == nullptr) continue;
+    parts.push_back(&v->GetSelectedRows());
+    rows.insert(rows.end(), parts.back()->rows().begin(), parts.back()->rows().end());
+  }
+  FLOTILLA_ENFORCE(!parts.empty(), ctx.Where(), ": no inputs");
+  Dims dims = parts[0]->value().dims();
+  dims[0] = static_cast<int64_t>(rows.size());
+  Tensor value(parts[0]->value().dtype(), dims);
+  int64_t offset = 0;
+  for (const SelectedRows* p : parts) {
+    if (p->value().nbytes() > 0) {
+      std::memcpy(static_cast<char*>(value.raw_data()) + offset, p->value().raw_data(),
+                  p->value().nbytes());
+    }
+    offset += static_cast<int64_t>(p->value().nbytes());
+  }
+  *ctx.OutputVar("Out")->ResetSelectedRows() =
+      SelectedRows(std::move(rows), std::move(value), parts[0]->height());
+}
+
+void SumKernel(ExecutionContext& ctx) {
+  ScopeVar* out_var = ctx.OutputVar("Out");
+  bool all_rows = true;
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    ScopeVar* v = ctx.InputVar("X", i);
+    if (v != nullptr && !v->IsSelectedRows()) all_rows = false;
+  }
+  if (all_rows) return SumSelectedRows(ctx);
+  // Dense result: dense inputs summed, SelectedRows inputs scattered in.
+  Tensor acc;
+  bool first = true;
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    ScopeVar* v = ctx.InputVar("X", i);
+    if (v == nullptr || v->IsSelectedRows()) continue;
+    const Tensor& x = v->GetTensor();
+    if (first) {
+      acc = x.Clone();
+      first = false;
+      continue;
+    }
+    FLOTILLA_ENFORCE_EQ(x.numel(), acc.numel(), ctx.Where(), ": input ", i, " has shape ",
+                        DimsToString(x.dims()), " but input 0 has ", DimsToString(acc.dims()));
+    VisitDType(acc.dtype(), [&]<typename T>() {
+      math::Add(acc.numel(), acc.data<T>(), x.data<T>(), acc.data<T>());
+    });
+  }
+  for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
+    ScopeVar* v = ctx.InputVar("X", i);
+    if (v == nullptr || !v->IsSelectedRows()) continue;
+    VisitDType(acc.dtype(), [&]<typename T>() { AddRowsInto<T>(v->GetSelectedRows(), &acc); });
+  }
+  out_var->ResetTensor()->ShareDataWith(acc);
+}
+
+std::vector<OpDesc> SumGrad(const OpDesc& fwd) {
+  // d(Σ X_i)/dX_i = 1: every input's gradient is the output's gradient.
+  std::vector<OpDesc> ops;
+  for (const auto& x : fwd.Inputs("X")) {
+    ops.push_back(OpDesc("assign").In("X", {GradVarName(fwd.Output("Out"))}).Out("Out", {GradVarName(x)}));
+  }
+  return ops;
+}
+
+// ---- assign: Out = X (a copy) ----
+
+void AssignShape(InferShapeContext& ctx) {
+  ctx.ShareDim("X", "Out");
+  ctx.SetOutputVarType("Out", ctx.InputVarType("X"));
+}
+
+void AssignKernel(ExecutionContext& ctx) {
+  ScopeVar* in = ctx.InputVar("X");
+  ScopeVar* out = ctx.OutputVar("Out");
+  FLOTILLA_ENFORCE(in != nullptr, ctx.Where(), ": input X is missing");
+  if (in->IsSelectedRows()) {
+    const SelectedRows& src = in->GetSelectedRows();
+    *out->ResetSelectedRows() = SelectedRows(src.rows(), src.value().Clone(), src.height());
+    return;
+  }
+  out->GetMutableTensor()->CopyFrom(in->GetTensor());
+}
+
+std::vector<OpDesc> AssignGrad(const OpDesc& fwd) {
+  return {OpDesc("assign").In("X", {GradVarName(fwd.Output("Out"))}).Out("Out", {GradVarName(fwd.Input("X"))})};
+}
+
+// ---- fill_zeros_like: Out = zeros shaped like X ----
+
+void FillZerosLikeKernel(ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  out->Resize(x.dims());
+  out->set_dtype(x.dtype());
+  out->SetZero();
+}
+
+}  // namespace
+
+void RegisterBasicOps() {
+  auto& r = OpRegistry::Global();
+  r.Register({.type = "fill_constant",
+              .infer_shape = FillConstantShape,
+              .kernels = {{Place::Kind::kCPU, FillConstantKernel}},
+              .default_attrs = {{"value", 0.0},
+                                {"dtype", static_cast<int32_t>(DType::kFloat32)},
+                                {"shape", std::vector<int64_t>{1}}}});
+  r.Register({.type = "sum",
+              .infer_shape = SumShape,
+              .kernels = {{Place::Kind::kCPU, SumKernel}},
+              .grad_maker = SumGrad});
+  r.Register({.type = "assign",
+              .infer_shape = AssignShape,
+              .kernels = {{Place::Kind::kCPU, AssignKernel}},
+              .grad_maker = AssignGrad});
+  r.Register({.type = "fill_zeros_like",
+              .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
+              .kernels = {{Place::Kind::kCPU, FillZerosLikeKernel}}});
+}
+
+}  // namespace flotilla::ops

@@ -1,0 +1,25 @@
+#include <mutex>
+
+#include "flotilla/framework/op_registry.h"
+#include "framework/ops/ops.h"
+
+namespace flotilla {
+
+void RegisterAllOps() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ops::RegisterBasicOps();
+    ops::RegisterMathOps();
+    ops::RegisterElementwiseOps();
+    ops::RegisterActivationOps();
+    ops::RegisterReduceOps();
+    ops::RegisterTensorOps();
+    ops::RegisterSoftmaxOps();
+    ops::RegisterLossOps();
+    ops::RegisterLookupTableOps();
+    ops::RegisterMetricOps();
+    ops::RegisterOptimizerOps();
+  });
+}
+
+}  // namespace flotilla
