@@ -1,0 +1,51 @@
+// ClusterSpec: the world a launcher starts — every process of the job on
+// every node, with its role, rank, endpoint and devices — and which node this
+// launcher is. A rendezvous step produces it (see rendezvous.h); the
+// supervisor only starts and watches the processes of this node. Plain
+// values: copyable, no behaviour beyond lookups.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launch/options.h"
+
+namespace flotilla::launch {
+
+enum class Role { kTrainer, kServer };
+
+// "trainer" / "server".
+const char* RoleName(Role role);
+
+struct ProcessSpec {
+  Role role = Role::kTrainer;
+  int id = 0;          // global rank (trainers) or server index (servers)
+  int node = 0;        // index of the node that runs it
+  int local_rank = 0;  // index among the node's processes of the same role
+  std::string host;
+  int port = 0;        // 0 until the port is reserved
+  std::vector<std::string> devices;  // collective: device ids or CPU slots
+
+  std::string endpoint() const;
+  // "workerlog.3" / "serverlog.1".
+  std::string log_name() const;
+  // "rank 3" / "server 1".
+  std::string label() const;
+};
+
+struct ClusterSpec {
+  RunMode mode = RunMode::kCollective;
+  std::vector<std::string> nodes;      // node hosts; index = node index
+  int node_index = 0;                  // this launcher's node
+  std::string master;                  // rendezvous store host:port
+  std::vector<ProcessSpec> trainers;   // ordered by rank
+  std::vector<ProcessSpec> servers;    // ordered by server id (ps mode)
+
+  // This node's processes: servers first, then trainers, each by id.
+  std::vector<ProcessSpec> LocalProcesses() const;
+  int LocalTrainerCount() const;
+  std::vector<std::string> TrainerEndpoints() const;
+  std::vector<std::string> ServerEndpoints() const;
+};
+
+}  // namespace flotilla::launch

@@ -1,0 +1,108 @@
+#include "launch/env_contract.h"
+
+#include <algorithm>
+#include <set>
+
+#include "flotilla/common/strings.h"
+
+extern char** environ;
+
+namespace flotilla::launch {
+
+namespace {
+
+std::string JoinAll(const std::vector<std::string>& v) { return Join(v, ","); }
+
+EnvList CollectiveEnv(const ClusterSpec& spec, const ProcessSpec& p) {
+  const std::string devices = JoinAll(p.devices);
+  return {
+      {"PADDLE_TRAINER_ID", std::to_string(p.id)},
+      {"PADDLE_TRAINERS_NUM", std::to_string(spec.trainers.size())},
+      {"PADDLE_TRAINER_ENDPOINTS", JoinAll(spec.TrainerEndpoints())},
+      {"PADDLE_CURRENT_ENDPOINT", p.endpoint()},
+      {"PADDLE_RANK_IN_NODE", std::to_string(p.local_rank)},
+      {"PADDLE_LOCAL_DEVICE_IDS", devices},
+      {"FLAGS_selected_gpus", devices},
+      {"PADDLE_NNODES", std::to_string(spec.nodes.size())},
+      {"PADDLE_LOCAL_SIZE", std::to_string(spec.LocalTrainerCount())},
+      {"PADDLE_MASTER", spec.master},
+  };
+}
+
+// Seed 000's DistributeTranspiler variables. PADDLE_PSERVER_PORT is one port
+// for every server, so it is set only when the servers share one.
+void AddClassicPsEnv(const ClusterSpec& spec, const ProcessSpec& p, EnvList& env) {
+  std::vector<std::string> ips;
+  for (const auto& s : spec.servers) ips.push_back(s.host);
+  env.emplace_back("PADDLE_TRAINING_ROLE", p.role == Role::kServer ? "PSERVER" : "TRAINER");
+  env.emplace_back("PADDLE_PSERVER_IPS", JoinAll(ips));
+  const bool one_port = std::all_of(spec.servers.begin(), spec.servers.end(),
+                                    [&](const ProcessSpec& s) { return s.port == spec.servers[0].port; });
+  if (p.role == Role::kServer) {
+    env.emplace_back("PADDLE_PSERVER_PORT", std::to_string(p.port));
+  } else if (one_port) {
+    env.emplace_back("PADDLE_PSERVER_PORT", std::to_string(spec.servers[0].port));
+  }
+  env.emplace_back("PADDLE_TRAINERS", std::to_string(spec.trainers.size()));
+  env.emplace_back("PADDLE_CURRENT_IP", p.host);
+}
+
+EnvList PsEnv(const ClusterSpec& spec, const ProcessSpec& p) {
+  const bool server = p.role == Role::kServer;
+  EnvList env = {
+      {"TRAINING_ROLE", server ? "PSERVER" : "TRAINER"},
+      {"PADDLE_PSERVERS_IP_PORT_LIST", JoinAll(spec.ServerEndpoints())},
+      {"PADDLE_TRAINER_ENDPOINTS", JoinAll(spec.TrainerEndpoints())},
+      {"PADDLE_TRAINERS_NUM", std::to_string(spec.trainers.size())},
+      {"PADDLE_PSERVERS_NUM", std::to_string(spec.servers.size())},
+      {server ? "PADDLE_PSERVER_ID" : "PADDLE_TRAINER_ID", std::to_string(p.id)},
+      {"PADDLE_PORT", std::to_string(p.port)},
+      {"POD_IP", p.host},
+      {"PADDLE_CURRENT_ENDPOINT", p.endpoint()},
+      {"PADDLE_NNODES", std::to_string(spec.nodes.size())},
+      {"PADDLE_MASTER", spec.master},
+      {"PADDLE_GLOO_HTTP_ENDPOINT", spec.master},
+  };
+  AddClassicPsEnv(spec, p, env);
+  return env;
+}
+
+}  // namespace
+
+EnvList ContractEnv(const ClusterSpec& spec, const ProcessSpec& p) {
+  return spec.mode == RunMode::kPs ? PsEnv(spec, p) : CollectiveEnv(spec, p);
+}
+
+const std::vector<std::string>& ContractVariableNames() {
+  static const std::vector<std::string> names = {
+      "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ENDPOINTS",
+      "PADDLE_CURRENT_ENDPOINT", "PADDLE_RANK_IN_NODE", "PADDLE_LOCAL_DEVICE_IDS",
+      "FLAGS_selected_gpus", "PADDLE_NNODES", "PADDLE_LOCAL_SIZE", "PADDLE_MASTER",
+      "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_PSERVERS_NUM",
+      "PADDLE_PSERVER_ID", "PADDLE_PORT", "POD_IP", "PADDLE_GLOO_HTTP_ENDPOINT",
+      "PADDLE_TRAINING_ROLE", "PADDLE_PSERVER_IPS", "PADDLE_PSERVER_PORT",
+      "PADDLE_TRAINERS", "PADDLE_CURRENT_IP"};
+  return names;
+}
+
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& inherited,
+                                          const EnvList& contract) {
+  const auto& names = ContractVariableNames();
+  std::set<std::string> drop(names.begin(), names.end());
+  drop.erase("POD_IP");  // the platform's own address of this node: keep unless we set it
+  for (const auto& entry : contract) drop.insert(entry.first);
+  std::vector<std::string> out;
+  for (const auto& entry : inherited) {
+    if (!drop.count(entry.substr(0, entry.find('=')))) out.push_back(entry);
+  }
+  for (const auto& [name, value] : contract) out.push_back(name + "=" + value);
+  return out;
+}
+
+std::vector<std::string> CurrentEnvironment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
+}
+
+}  // namespace flotilla::launch

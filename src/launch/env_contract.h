@@ -1,0 +1,31 @@
+// The environment contract (docs/env.md): the variables each child gets,
+// Paddle-compatible so existing role makers and cluster tooling work as is.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launch/cluster_spec.h"
+
+namespace flotilla::launch {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// The contract variables for process `p` of `spec`, in a fixed order.
+EnvList ContractEnv(const ClusterSpec& spec, const ProcessSpec& p);
+
+// Every variable name the launcher may set, in any mode; a child's inherited
+// copies of these are dropped before its own are added, so a launcher started
+// from inside another job does not leak the outer job's roles.
+const std::vector<std::string>& ContractVariableNames();
+
+// `inherited` ("NAME=value" entries, e.g. environ) without contract
+// variables, followed by `contract`.
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& inherited,
+                                          const EnvList& contract);
+
+// This process's environment as "NAME=value" entries.
+std::vector<std::string> CurrentEnvironment();
+
+}  // namespace flotilla::launch

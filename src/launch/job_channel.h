@@ -1,0 +1,70 @@
+// The two JobChannels of the static rendezvous.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "flotilla/comm/store.h"
+#include "launch/rendezvous.h"
+
+namespace flotilla::launch {
+
+// A single-node job: no one else to tell.
+class LocalChannel : public JobChannel {
+ public:
+  void TrainerSucceeded() override { ++succeeded_; }
+  int TrainersSucceeded() override { return succeeded_; }
+  void Abort(const AbortNotice&) override {}
+  std::optional<AbortNotice> PeerAbort() override { return std::nullopt; }
+  void Finish() override {}
+
+ private:
+  std::atomic<int> succeeded_{0};
+};
+
+// A multi-node job: the nodes meet in the store. A monitor thread polls the
+// store every `poll` for another node's abort and the job-wide success count,
+// so the watchdog never waits on the network. A store that stops answering
+// (node 0's launcher is gone) counts as an abort.
+class StoreChannel : public JobChannel {
+ public:
+  struct Options {
+    int node = 0;
+    int nnodes = 1;
+    std::string store_address;
+    std::chrono::milliseconds poll{200};
+    std::chrono::milliseconds finish_timeout{30000};
+  };
+  // `store` is used by the monitor thread only; `control` by the callers.
+  StoreChannel(Options options, std::shared_ptr<comm::Store> store,
+               std::shared_ptr<comm::Store> control);
+  ~StoreChannel() override;
+
+  void TrainerSucceeded() override;
+  int TrainersSucceeded() override { return succeeded_; }
+  void Abort(const AbortNotice& notice) override;
+  std::optional<AbortNotice> PeerAbort() override;
+  void Finish() override;
+
+ private:
+  void Monitor();
+  void PollOnce();
+  void Stop();
+
+  Options options_;
+  std::shared_ptr<comm::Store> store_;
+  std::shared_ptr<comm::Store> control_;
+  std::atomic<int> succeeded_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;                  // guarded by mu_
+  bool aborted_here_ = false;              // guarded by mu_
+  std::optional<AbortNotice> peer_abort_;  // guarded by mu_
+  std::thread monitor_;
+};
+
+}  // namespace flotilla::launch

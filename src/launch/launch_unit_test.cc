@@ -1,0 +1,172 @@
+#include <algorithm>
+// Unit tests of the launcher's pure parts: planning, merging, the
+// environment contract, reports. Process-level tests live in tests/launch_*.
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "flotilla/common/error.h"
+#include "launch/env_contract.h"
+#include "launch/log_file.h"
+#include "launch/node_plan.h"
+#include "launch/rendezvous.h"
+#include "launch/report.h"
+
+namespace flotilla::launch {
+namespace {
+
+LaunchOptions WithCommand() {
+  LaunchOptions o;
+  o.command = {"/bin/true"};
+  return o;
+}
+
+TEST(SelectRunMode, PsOptionSelectsPs) {
+  LaunchOptions o = WithCommand();
+  EXPECT_EQ(SelectRunMode(o), RunMode::kCollective);
+  o.server_num = 1;
+  EXPECT_EQ(SelectRunMode(o), RunMode::kPs);
+  o.run_mode = "collective";
+  EXPECT_THROW(SelectRunMode(o), InvalidArgument);
+  o.run_mode = "bogus";
+  EXPECT_THROW(SelectRunMode(o), InvalidArgument);
+}
+
+TEST(SelectRunMode, ElasticAndHeterAreNotSupportedYet) {
+  LaunchOptions o = WithCommand();
+  o.elastic_server = "127.0.0.1:2379";
+  try {
+    SelectRunMode(o);
+    FAIL() << "expected Unimplemented";
+  } catch (const Unimplemented& e) {
+    EXPECT_NE(std::string(e.what()).find("not supported yet: elastic jobs"), std::string::npos);
+  }
+  LaunchOptions h = WithCommand();
+  h.heter_workers = "127.0.0.1:1";
+  EXPECT_THROW(SelectRunMode(h), Unimplemented);
+  LaunchOptions j = WithCommand();
+  j.job_id = "job1";  // names the job only
+  EXPECT_EQ(SelectRunMode(j), RunMode::kCollective);
+}
+
+TEST(DeviceGroups, OnePerDeviceOrSplitEvenly) {
+  LaunchOptions o = WithCommand();
+  EXPECT_EQ(DeviceGroups(o).size(), 1u);
+  o.devices = "4,5,6,7";
+  auto g = DeviceGroups(o);
+  ASSERT_EQ(g.size(), 4u);
+  EXPECT_EQ(g[2], std::vector<std::string>{"6"});
+  o.nproc_per_node = 2;
+  g = DeviceGroups(o);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[1], (std::vector<std::string>{"6", "7"}));
+  o.nproc_per_node = 3;
+  EXPECT_THROW(DeviceGroups(o), InvalidArgument);
+  o.devices = "";
+  EXPECT_EQ(DeviceGroups(o).size(), 3u);
+}
+
+TEST(PlanNode, RankIsNodeTimesNprocPlusLocal) {
+  LaunchOptions o = WithCommand();
+  o.ips = "10.1.0.1,10.1.0.2,10.1.0.3";
+  o.host = "10.1.0.2";
+  o.nproc_per_node = 2;
+  o.started_port = 7000;
+  NodePlan plan = PlanNode(o, RunMode::kCollective);
+  EXPECT_EQ(plan.node_index, 1);
+  ASSERT_EQ(plan.local.size(), 2u);
+  EXPECT_EQ(plan.local[1].id, 3);
+  EXPECT_EQ(plan.local[1].port, 7001);
+  EXPECT_EQ(plan.world_trainers, 6);
+  EXPECT_EQ(plan.master_port, kDefaultMasterPort);
+  o.host = "10.9.9.9";
+  EXPECT_THROW(PlanNode(o, RunMode::kCollective), InvalidArgument);
+  o.host = "10.1.0.2";
+  o.nnodes = 2;
+  EXPECT_THROW(PlanNode(o, RunMode::kCollective), InvalidArgument);
+}
+
+TEST(PlanNode, PsListsPickThisNodesProcesses) {
+  LaunchOptions o = WithCommand();
+  o.servers = "10.1.0.1:6170,10.1.0.2:6170";
+  o.workers = "10.1.0.1,10.1.0.2:6171,10.1.0.2:6172";
+  o.host = "10.1.0.2";
+  NodePlan plan = PlanNode(o, RunMode::kPs);
+  EXPECT_EQ(plan.nodes, (std::vector<std::string>{"10.1.0.1", "10.1.0.2"}));
+  ASSERT_EQ(plan.local.size(), 3u);
+  EXPECT_EQ(plan.local[0].role, Role::kServer);
+  EXPECT_EQ(plan.local[0].id, 1);
+  EXPECT_EQ(plan.local[2].id, 2);
+  EXPECT_EQ(plan.local[2].port, 6172);
+  EXPECT_EQ(plan.world_servers, 2);
+  EXPECT_EQ(plan.world_trainers, 3);
+}
+
+TEST(MergeNodePlans, AssemblesAndChecksTheWorld) {
+  LaunchOptions o = WithCommand();
+  o.ips = "10.1.0.1,10.1.0.2";
+  o.host = "10.1.0.1";
+  o.nproc_per_node = 2;
+  o.started_port = 7000;
+  NodePlan a = PlanNode(o, RunMode::kCollective);
+  o.host = "10.1.0.2";
+  NodePlan b = PlanNode(o, RunMode::kCollective);
+  auto decoded = DecodeProcesses(EncodeProcesses(b.local));
+  ClusterSpec spec = MergeNodePlans(a, {a.local, decoded});
+  EXPECT_EQ(spec.TrainerEndpoints(), (std::vector<std::string>{
+      "10.1.0.1:7000", "10.1.0.1:7001", "10.1.0.2:7000", "10.1.0.2:7001"}));
+  EXPECT_EQ(spec.LocalProcesses().size(), 2u);
+  decoded.pop_back();
+  EXPECT_THROW(MergeNodePlans(a, {a.local, decoded}), InvalidArgument);
+}
+
+TEST(ContractEnv, CollectiveAndPs) {
+  LaunchOptions o = WithCommand();
+  o.devices = "2,3";
+  o.started_port = 7000;
+  NodePlan plan = PlanNode(o, RunMode::kCollective);
+  ClusterSpec spec = MergeNodePlans(plan, {plan.local});
+  spec.master = "127.0.0.1:5000";
+  EnvList env = ContractEnv(spec, spec.trainers[1]);
+  auto get = [&](const std::string& k) {
+    for (auto& [n, v] : env) if (n == k) return v;
+    return std::string("<unset>");
+  };
+  EXPECT_EQ(get("PADDLE_TRAINER_ID"), "1");
+  EXPECT_EQ(get("FLAGS_selected_gpus"), "3");
+  EXPECT_EQ(get("PADDLE_TRAINER_ENDPOINTS"), "127.0.0.1:7000,127.0.0.1:7001");
+  EXPECT_EQ(get("PADDLE_CURRENT_ENDPOINT"), "127.0.0.1:7001");
+  EXPECT_EQ(get("PADDLE_MASTER"), "127.0.0.1:5000");
+  auto child = ChildEnvironment({"PATH=/bin", "PADDLE_TRAINER_ID=9", "TRAINING_ROLE=PSERVER"}, env);
+  EXPECT_EQ(child[0], "PATH=/bin");
+  EXPECT_EQ(std::count(child.begin(), child.end(), "PADDLE_TRAINER_ID=9"), 0);
+  EXPECT_EQ(std::count(child.begin(), child.end(), "TRAINING_ROLE=PSERVER"), 0);
+}
+
+TEST(Report, AbortLineNamesRanksAndCauses) {
+  ClusterSpec spec;
+  for (int i = 0; i < 4; ++i) spec.trainers.push_back(ProcessSpec{Role::kTrainer, i, 0, i, "h", 1});
+  RunResult r;
+  ProcessOutcome a{spec.trainers[3], 11, {}, "log/workerlog.3", {"oops"}};
+  a.status.signaled = true;
+  a.status.signal = SIGKILL;
+  ProcessOutcome b{spec.trainers[2], 10, {}, "log/workerlog.2", {"bye"}};
+  b.status.code = 3;
+  r.failed = {a, b};
+  std::string text = AbortReport(spec, r);
+  EXPECT_NE(text.find("ABORT!!! Out of all 4 trainers, the trainer process with rank=[2,3] was "
+                      "aborted. Please check its log."), std::string::npos) << text;
+  EXPECT_NE(text.find("exited with code 3"), std::string::npos);
+  EXPECT_NE(text.find("SIGKILL"), std::string::npos);
+  EXPECT_NE(text.find("OOM killer"), std::string::npos);
+  EXPECT_NE(text.find("| oops"), std::string::npos);
+}
+
+TEST(LastLines, KeepsTheEnd) {
+  EXPECT_EQ(LastLines("a\nb\nc\n", 2), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(LastLines("a\nb", 5), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(LastLines("", 3).empty());
+}
+
+}  // namespace
+}  // namespace flotilla::launch

@@ -1,0 +1,97 @@
+#include "launch/launcher.h"
+
+#include <iostream>
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/file_util.h"
+#include "flotilla/common/logging.h"
+#include "launch/env_contract.h"
+#include "launch/net_util.h"
+#include "launch/node_plan.h"
+#include "launch/report.h"
+#include "launch/signals.h"
+#include "launch/supervisor.h"
+
+namespace flotilla::launch {
+
+namespace {
+
+// Holds every local port until the launcher exits (see PortReservation).
+std::vector<PortReservation> ReservePorts(NodePlan& plan) {
+  std::vector<PortReservation> held;
+  for (auto& p : plan.local) {
+    held.push_back(PortReservation::Reserve(p.host, p.port));
+    p.port = held.back().port();
+  }
+  return held;
+}
+
+void WriteEndpointsLog(const std::string& log_dir, const ClusterSpec& spec) {
+  MakeDirs(log_dir);
+  WriteFileAtomic(log_dir + "/endpoints.log", EndpointsLog(spec));
+}
+
+std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec) {
+  const auto inherited = CurrentEnvironment();
+  std::vector<std::vector<std::string>> envs;
+  for (const auto& p : spec.LocalProcesses()) {
+    envs.push_back(ChildEnvironment(inherited, ContractEnv(spec, p)));
+  }
+  return envs;
+}
+
+void PrintBanner(const LaunchOptions& options, RunMode mode, const ClusterSpec& spec) {
+  if (options.quiet) return;
+  std::string text = ConfigurationBlock(options, mode);
+  auto local = spec.LocalProcesses();
+  if (!local.empty()) {
+    text += EnvTable(StrCat("Distributed Envs (", local.front().label(), ")"),
+                     ContractEnv(spec, local.front()));
+  }
+  std::cerr << text << std::flush;
+}
+
+int Finish(const ClusterSpec& spec, const RunResult& result) {
+  std::string report = AbortReport(spec, result);
+  if (!report.empty()) std::cerr << report << std::flush;
+  if (result.peer_abort) {
+    std::cerr << "The job was stopped by node " << result.peer_abort->node << ": "
+              << result.peer_abort->message << "; see the logs on that node.\n";
+  }
+  return result.exit_code;
+}
+
+}  // namespace
+
+int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
+  ApplyPaddleCloudEnv(options);
+  const RunMode mode = SelectRunMode(options);
+  NodePlan plan = PlanNode(options, mode);
+  auto ports = ReservePorts(plan);
+  SignalFd signals;
+  auto rendezvous = make_rendezvous(options);
+  World world = rendezvous->Join(plan);
+  WriteEndpointsLog(options.log_dir, world.spec);
+  PrintBanner(options, mode, world.spec);
+
+  SupervisorOptions supervise;
+  supervise.log_dir = options.log_dir;
+  supervise.grace_period = options.grace_period;
+  supervise.poll_interval = std::min(options.poll_interval, std::chrono::milliseconds(100));
+  supervise.relay_to_console = !options.quiet;
+  Supervisor supervisor(supervise, signals);
+  RunResult result;
+  try {
+    result = supervisor.Run(world.spec, options.command, *world.channel,
+                            ChildEnvironments(world.spec));
+  } catch (const std::exception& e) {
+    world.channel->Abort({world.spec.node_index, 1, e.what()});
+    world.channel->Finish();
+    throw;
+  }
+  int code = Finish(world.spec, result);
+  world.channel->Finish();
+  return code;
+}
+
+}  // namespace flotilla::launch

@@ -1,0 +1,43 @@
+// NodePlan: what one node knows from its options alone, before it meets the
+// other nodes — the node list, which one it is, its own processes (ports may
+// still be 0 = "reserve one") and how big the whole job must be. The
+// rendezvous step turns the plans of all nodes into one ClusterSpec.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launch/cluster_spec.h"
+#include "launch/options.h"
+
+namespace flotilla::launch {
+
+// Node 0's store port for multi-node jobs when --master_port is not given.
+inline constexpr int kDefaultMasterPort = 6070;
+
+struct NodePlan {
+  RunMode mode = RunMode::kCollective;
+  std::vector<std::string> nodes;
+  int node_index = 0;
+  std::vector<ProcessSpec> local;  // this node's processes
+  int world_trainers = 0;          // trainers in the whole job
+  int world_servers = 0;           // servers in the whole job (ps)
+  std::string master_host;         // node 0's host
+  int master_port = 0;             // 0 = any free port (single-node jobs)
+};
+
+// Builds this node's plan. Throws InvalidArgument naming the option at fault
+// (device list not divisible by --nproc_per_node, this node not in --ips,
+// malformed --servers endpoint, ...).
+NodePlan PlanNode(const LaunchOptions& options, RunMode mode);
+
+// Device ids for one node: --devices split, or 0..nproc-1 slots; grouped
+// into `nproc` equal groups. Exposed for tests.
+std::vector<std::vector<std::string>> DeviceGroups(const LaunchOptions& options);
+
+// Index of this node in `nodes`: the entry equal to `host` when given,
+// otherwise the entry that is one of this machine's addresses. Throws
+// InvalidArgument listing the nodes and the addresses tried.
+int FindNodeIndex(const std::vector<std::string>& nodes, const std::string& host);
+
+}  // namespace flotilla::launch

@@ -1,0 +1,76 @@
+#include "launch/options.h"
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/env.h"
+#include "flotilla/common/strings.h"
+
+namespace flotilla::launch {
+
+const char* RunModeName(RunMode mode) {
+  switch (mode) {
+    case RunMode::kCollective: return "collective";
+    case RunMode::kPs: return "ps";
+    case RunMode::kPsHeter: return "ps-heter";
+  }
+  return "unknown";
+}
+
+bool HasPsOptions(const LaunchOptions& o) {
+  return !o.servers.empty() || !o.workers.empty() || !o.heter_workers.empty() ||
+         o.server_num > 0 || o.worker_num > 0 || o.heter_worker_num > 0;
+}
+
+bool HasElasticOptions(const LaunchOptions& o) {
+  // --job_id alone only names the job (Paddle's clusters set PADDLE_JOB_ID for
+  // every job); --elastic_server is what turns a job elastic.
+  return !o.elastic_server.empty() || !o.np.empty() || o.scale || o.force;
+}
+
+namespace {
+
+void RejectUnsupported(const LaunchOptions& o) {
+  if (HasElasticOptions(o)) {
+    FLOTILLA_THROW(Unimplemented,
+                   "not supported yet: elastic jobs come with the etcd-backed elastic "
+                   "launcher (--elastic_server/--np/--scale/--force); run a "
+                   "fixed-size job by dropping those options");
+  }
+  if (!o.heter_workers.empty() || o.heter_worker_num > 0) {
+    FLOTILLA_THROW(Unimplemented,
+                   "not supported yet: heterogeneous parameter-server jobs "
+                   "(--heter_workers/--heter_worker_num, run_mode ps-heter); use "
+                   "--servers/--workers or --server_num/--worker_num");
+  }
+}
+
+}  // namespace
+
+RunMode SelectRunMode(const LaunchOptions& o) {
+  RejectUnsupported(o);
+  const std::string mode = Trim(o.run_mode);
+  if (mode == "ps-heter") {
+    FLOTILLA_THROW(Unimplemented, "not supported yet: --run_mode ps-heter "
+                   "(heterogeneous parameter-server jobs); use --run_mode ps");
+  }
+  if (mode == "ps") return RunMode::kPs;
+  if (mode == "collective") {
+    FLOTILLA_ENFORCE(!HasPsOptions(o), "--run_mode collective conflicts with the "
+                     "parameter-server options (--servers/--workers/--server_num/"
+                     "--worker_num); drop one or the other");
+    return RunMode::kCollective;
+  }
+  FLOTILLA_ENFORCE(mode.empty(), "--run_mode '", mode,
+                   "' is not one of collective, ps, ps-heter");
+  return HasPsOptions(o) ? RunMode::kPs : RunMode::kCollective;
+}
+
+void ApplyPaddleCloudEnv(LaunchOptions& o) {
+  if (!o.use_paddlecloud) return;
+  // PaddleCloud lists the nodes in PADDLE_TRAINERS and this node in POD_IP;
+  // PADDLE_PORT is the first port the platform reserved for the job.
+  if (auto trainers = env::Get("PADDLE_TRAINERS")) o.ips = *trainers;
+  if (auto pod_ip = env::Get("POD_IP")) o.host = *pod_ip;
+  if (o.started_port == 0) o.started_port = static_cast<int>(env::GetInt("PADDLE_PORT", 0));
+}
+
+}  // namespace flotilla::launch

@@ -1,0 +1,70 @@
+// LaunchOptions: everything `flotilla launch` and `flotilla launch_ps` accept,
+// after the command line and the environment have been merged (the CLI layer
+// in tools/flotilla does that). The library never reads argv; tests and other
+// front ends fill this struct directly.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flotilla::launch {
+
+enum class RunMode { kCollective, kPs, kPsHeter };
+
+// "collective", "ps", "ps-heter".
+const char* RunModeName(RunMode mode);
+
+struct LaunchOptions {
+  // Base.
+  std::string log_dir = "log";
+  std::string run_mode;                  // "" = decided by SelectRunMode
+  std::string devices;                   // --gpus / --devices / --selected_gpus
+  int nproc_per_node = 0;                // 0 = one process per device (or 1)
+  std::string ips = "127.0.0.1";         // --ips / --cluster_node_ips
+  std::string host;                      // --host / --node_ip (this node's address)
+  int started_port = 0;                  // 0 = reserve free ports
+  int master_port = 0;                   // store port on node 0; 0 = default
+  bool use_paddlecloud = false;
+  int nnodes = 0;                        // 0 = number of --ips; checked against it
+  // Parameter server.
+  std::string servers;
+  std::string workers;
+  std::string heter_workers;
+  int server_num = 0;
+  int worker_num = 0;
+  int heter_worker_num = 0;
+  int http_port = 0;
+  // Elastic (not supported yet; parsed so the error can say so).
+  std::string elastic_server;
+  std::string job_id;
+  std::string np;
+  bool scale = false;
+  bool force = false;
+  // Supervision.
+  std::chrono::milliseconds grace_period{5000};
+  std::chrono::milliseconds poll_interval{50};
+  std::chrono::milliseconds rendezvous_timeout{120000};
+  bool quiet = false;                    // no banner, no live rank-0 output
+  // The program and its arguments.
+  std::vector<std::string> command;
+};
+
+// True when any parameter-server option is set (Paddle's rule: any PS
+// option selects ps mode).
+bool HasPsOptions(const LaunchOptions& options);
+// True when any elastic option is set.
+bool HasElasticOptions(const LaunchOptions& options);
+
+// Decides the run mode as Paddle does: an explicit --run_mode wins, any PS
+// option selects ps, otherwise collective. Throws InvalidArgument for an
+// unknown mode or for PS options combined with --run_mode collective, and
+// Unimplemented (with what to do instead) for heterogeneous and elastic jobs.
+RunMode SelectRunMode(const LaunchOptions& options);
+
+// Fills options that Paddle's cluster environments provide when
+// --use_paddlecloud is set (PADDLE_TRAINERS, POD_IP, PADDLE_PORT).
+void ApplyPaddleCloudEnv(LaunchOptions& options);
+
+}  // namespace flotilla::launch

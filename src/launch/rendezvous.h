@@ -1,0 +1,78 @@
+// Rendezvous: how the launchers of one job meet and agree on the world.
+//
+// A Rendezvous turns this node's NodePlan into the job's ClusterSpec and hands
+// back a JobChannel through which the nodes' launchers keep in touch while
+// the processes run (who succeeded, who aborted). The static rendezvous here
+// serves fixed-size jobs (--ips); an elastic rendezvous (etcd, --np MIN:MAX)
+// implements the same two interfaces and the launcher's loop runs
+// Join → supervise → Join again with the new world.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launch/cluster_spec.h"
+#include "launch/node_plan.h"
+#include "launch/options.h"
+
+namespace flotilla::launch {
+
+// One node's reason for stopping the job, shown on every other node.
+struct AbortNotice {
+  int node = 0;
+  int exit_code = 1;
+  std::string message;
+};
+
+// Talks to the other nodes' launchers during a run. Every method is
+// thread-safe and returns quickly: implementations that need the network do
+// it on their own thread and report what they last saw.
+class JobChannel {
+ public:
+  virtual ~JobChannel() = default;
+  // One of this node's trainers exited 0.
+  virtual void TrainerSucceeded() = 0;
+  // Trainers that exited 0 in the whole job, as last seen.
+  virtual int TrainersSucceeded() = 0;
+  // This node stops the job; tells the others.
+  virtual void Abort(const AbortNotice& notice) = 0;
+  // Another node's abort (or the loss of the store), once seen.
+  virtual std::optional<AbortNotice> PeerAbort() = 0;
+  // This node's processes are gone. Node 0 keeps the store up until every
+  // node has finished (bounded wait) because their processes may still use it.
+  virtual void Finish() = 0;
+};
+
+struct World {
+  ClusterSpec spec;
+  std::unique_ptr<JobChannel> channel;
+};
+
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+  // Blocks until every node has joined; returns the world. Throws
+  // DeadlineExceeded naming the nodes that did not come, Unavailable naming
+  // the store address it could not reach, InvalidArgument when the nodes'
+  // plans disagree (different process counts).
+  virtual World Join(const NodePlan& plan) = 0;
+};
+
+// The fixed-size rendezvous: node 0 of the plan hosts a TCP store (the job's
+// PADDLE_MASTER) for the whole run; every node publishes its processes there
+// and waits for all the others.
+std::unique_ptr<Rendezvous> MakeStaticRendezvous(const LaunchOptions& options);
+
+// Assembles the world from every node's processes (index = node). Checks
+// that ranks and server ids form 0..N-1 without gaps or duplicates and, in
+// collective mode, that every node runs the same number of processes.
+// Throws InvalidArgument naming the nodes that disagree.
+ClusterSpec MergeNodePlans(const NodePlan& self, const std::vector<std::vector<ProcessSpec>>& nodes);
+
+// JSON round trip of one node's process list (what nodes exchange).
+std::string EncodeProcesses(const std::vector<ProcessSpec>& procs);
+std::vector<ProcessSpec> DecodeProcesses(const std::string& json);
+
+}  // namespace flotilla::launch

@@ -1,0 +1,317 @@
+#include "launch/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/logging.h"
+#include "flotilla/common/strings.h"
+#include "launch/child_process.h"
+#include "launch/log_file.h"
+
+namespace flotilla::launch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Child {
+  ProcessSpec spec;
+  LogFile log;
+  pid_t pid = 0;
+  int relay_fd = -1;  // read end of the console pipe, or -1
+  bool running = false;
+  bool sent_term = false;
+  bool sent_kill = false;
+  ExitStatus status;
+};
+
+// One run of the watchdog over one world.
+class Watch {
+ public:
+  Watch(const SupervisorOptions& options, SignalFd& signals, const ClusterSpec& spec,
+        JobChannel& channel)
+      : options_(options), signals_(signals), spec_(spec), channel_(channel) {}
+  ~Watch();
+
+  void Start(const std::vector<std::string>& command,
+             const std::vector<std::vector<std::string>>& child_env);
+  RunResult Loop();
+
+ private:
+  size_t RelayIndex() const;
+  void StartOne(Child& c, size_t index, const std::vector<std::string>& command,
+                const std::vector<std::string>& env);
+  void PollOnce();
+  void OnSignals();
+  void Relay(Child& c);
+  void ReapAll();
+  void OnExit(Child& c, int wait_status);
+  bool IsFailure(const Child& c) const;
+  void CheckPeers();
+  void CheckPsDone();
+  void BeginStop(int exit_code, bool servers_only = false);
+  void KillAll();
+  bool AnyRunning() const;
+  RunResult Result();
+
+  const SupervisorOptions& options_;
+  SignalFd& signals_;
+  const ClusterSpec& spec_;
+  JobChannel& channel_;
+  std::vector<Child> children_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  Clock::time_point kill_deadline_;
+  int exit_code_ = 0;
+  int launcher_signal_ = 0;
+  int local_trainers_ok_ = 0;
+  std::optional<AbortNotice> peer_abort_;
+  std::vector<size_t> failed_;  // indexes into children_
+};
+
+Watch::~Watch() {
+  // Whatever path we leave by, no process group of ours survives.
+  for (auto& c : children_) {
+    if (c.pid > 0) SignalGroup(c.pid, SIGKILL);
+    if (c.running) waitpid(c.pid, nullptr, 0);
+    if (c.relay_fd >= 0) close(c.relay_fd);
+  }
+}
+
+// The process whose output goes to the console: local rank 0 (the first
+// local trainer), else the first local server.
+size_t Watch::RelayIndex() const {
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (children_[i].spec.role == Role::kTrainer) return i;
+  }
+  return 0;
+}
+
+void Watch::StartOne(Child& c, size_t index, const std::vector<std::string>& command,
+                     const std::vector<std::string>& env) {
+  c.log = LogFile::Open(options_.log_dir, c.spec.log_name());
+  c.log.WriteHeader(StrCat("flotilla launch: ", c.spec.label(), " (node ", c.spec.node,
+                           ", local rank ", c.spec.local_rank, ", endpoint ", c.spec.endpoint(),
+                           "): ", Join(command, " ")));
+  SpawnOptions spawn{command, env, c.log.fd()};
+  int pipe_fds[2] = {-1, -1};
+  const bool relay = options_.relay_to_console && index == RelayIndex();
+  if (relay) {
+    FLOTILLA_CHECK(pipe2(pipe_fds, O_CLOEXEC) == 0, Unavailable, "pipe2: ", std::strerror(errno));
+    spawn.output_fd = pipe_fds[1];
+  }
+  try {
+    c.pid = Spawn(spawn);
+  } catch (...) {
+    if (relay) close(pipe_fds[0]), close(pipe_fds[1]);
+    throw;
+  }
+  c.running = true;
+  if (relay) {
+    close(pipe_fds[1]);
+    c.relay_fd = pipe_fds[0];
+    fcntl(c.relay_fd, F_SETFL, O_NONBLOCK);
+  }
+}
+
+void Watch::Start(const std::vector<std::string>& command,
+                  const std::vector<std::vector<std::string>>& child_env) {
+  for (const auto& p : spec_.LocalProcesses()) children_.push_back(Child{p});
+  FLOTILLA_ENFORCE_EQ(child_env.size(), children_.size(), "one environment per local process");
+  for (size_t i = 0; i < children_.size(); ++i) {
+    StartOne(children_[i], i, command, child_env[i]);
+  }
+  for (const auto& c : children_) {
+    log::Info("started {} pid {} endpoint {} log {}", c.spec.label(), c.pid, c.spec.endpoint(),
+              c.log.path());
+  }
+}
+
+void Watch::Relay(Child& c) {
+  char buf[64 * 1024];
+  while (c.relay_fd >= 0) {
+    ssize_t n = read(c.relay_fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;  // EAGAIN: nothing more for now
+    if (n == 0) {       // every writer is gone
+      close(c.relay_fd);
+      c.relay_fd = -1;
+      return;
+    }
+    c.log.Append(buf, static_cast<size_t>(n));
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = write(STDOUT_FILENO, buf + off, static_cast<size_t>(n - off));
+      if (w <= 0) break;  // a closed console must not stop the job
+      off += w;
+    }
+  }
+}
+
+bool Watch::IsFailure(const Child& c) const {
+  if (c.status.ok()) return false;
+  if (!c.sent_term) return true;  // it ended on its own
+  // After we asked it to stop, only a crash still counts: a signal we did
+  // not send (SIGSEGV, an OOM kill before our SIGKILL).
+  if (!c.status.signaled) return false;
+  return !(c.status.signal == SIGTERM || (c.status.signal == SIGKILL && c.sent_kill));
+}
+
+void Watch::OnExit(Child& c, int wait_status) {
+  c.running = false;
+  c.status = ExitStatus::FromWait(wait_status);
+  SignalGroup(c.pid, SIGKILL);  // whatever it left behind in its group
+  Relay(c);
+  if (IsFailure(c)) {
+    failed_.push_back(static_cast<size_t>(&c - children_.data()));
+    log::Error("{} (pid {}) {}", c.spec.label(), c.pid, c.status.Describe());
+    if (!stopping_) {
+      BeginStop(c.status.ShellCode());
+      channel_.Abort({spec_.node_index, exit_code_,
+                      StrCat(c.spec.label(), " on node ", spec_.node_index, " (",
+                             spec_.nodes[spec_.node_index], ") ", c.status.Describe())});
+    }
+    return;
+  }
+  if (c.spec.role == Role::kTrainer && c.status.ok() && !c.sent_term) {
+    ++local_trainers_ok_;
+    channel_.TrainerSucceeded();
+  }
+}
+
+void Watch::ReapAll() {
+  for (auto& c : children_) {
+    if (!c.running) continue;
+    int status = 0;
+    pid_t r = waitpid(c.pid, &status, WNOHANG);
+    if (r == c.pid) OnExit(c, status);
+  }
+}
+
+void Watch::BeginStop(int exit_code, bool servers_only) {
+  if (stopping_) return;
+  stopping_ = true;
+  exit_code_ = exit_code;
+  kill_deadline_ = Clock::now() + options_.grace_period;
+  for (auto& c : children_) {
+    if (!c.running || (servers_only && c.spec.role != Role::kServer)) continue;
+    c.sent_term = true;
+    SignalGroup(c.pid, SIGTERM);
+  }
+}
+
+void Watch::KillAll() {
+  killed_ = true;
+  for (auto& c : children_) {
+    if (!c.running) continue;
+    c.sent_term = c.sent_kill = true;
+    SignalGroup(c.pid, SIGKILL);
+  }
+}
+
+void Watch::OnSignals() {
+  for (int sig : signals_.Drain()) {
+    if (sig == SIGCHLD) continue;
+    if (stopping_ && launcher_signal_ != 0) {
+      log::Warn("second {}: killing every process now", SignalName(sig));
+      KillAll();
+      continue;
+    }
+    log::Warn("received {}: stopping every process (again to kill at once)", SignalName(sig));
+    launcher_signal_ = sig;
+    if (stopping_) continue;  // already stopping because of a failure
+    BeginStop(128 + sig);
+  }
+}
+
+void Watch::CheckPeers() {
+  if (stopping_) return;
+  if (auto notice = channel_.PeerAbort()) {
+    peer_abort_ = notice;
+    log::Error("node {} stopped the job: {}", notice->node, notice->message);
+    BeginStop(notice->exit_code == 0 ? 1 : notice->exit_code);
+  }
+}
+
+// Parameter-server mode: once every trainer of the job has exited 0, the
+// servers have nothing left to serve.
+void Watch::CheckPsDone() {
+  if (stopping_ || spec_.mode != RunMode::kPs) return;
+  if (local_trainers_ok_ < spec_.LocalTrainerCount()) return;
+  if (channel_.TrainersSucceeded() < static_cast<int>(spec_.trainers.size())) return;
+  log::Info("all {} trainers finished; stopping the servers", spec_.trainers.size());
+  BeginStop(0, /*servers_only=*/true);
+}
+
+bool Watch::AnyRunning() const {
+  for (const auto& c : children_) {
+    if (c.running) return true;
+  }
+  return false;
+}
+
+void Watch::PollOnce() {
+  std::vector<pollfd> fds = {{signals_.fd(), POLLIN, 0}};
+  for (const auto& c : children_) {
+    if (c.relay_fd >= 0) fds.push_back({c.relay_fd, POLLIN, 0});
+  }
+  auto timeout = options_.poll_interval;
+  if (stopping_ && !killed_) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_deadline_ - Clock::now());
+    timeout = std::max(std::chrono::milliseconds(0), std::min(timeout, left));
+  }
+  poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+}
+
+RunResult Watch::Loop() {
+  while (AnyRunning()) {
+    PollOnce();
+    OnSignals();
+    for (auto& c : children_) Relay(c);
+    ReapAll();
+    CheckPeers();
+    CheckPsDone();
+    if (stopping_ && !killed_ && Clock::now() >= kill_deadline_) {
+      if (AnyRunning()) log::Warn("grace period over: sending SIGKILL");
+      KillAll();
+    }
+  }
+  return Result();
+}
+
+RunResult Watch::Result() {
+  RunResult r;
+  r.exit_code = exit_code_;
+  r.launcher_signal = launcher_signal_;
+  r.peer_abort = peer_abort_;
+  for (const auto& c : children_) {
+    r.processes.push_back({c.spec, c.pid, c.status, c.log.path(), {}});
+  }
+  for (size_t i : failed_) {
+    ProcessOutcome o = r.processes[i];
+    o.tail = children_[i].log.Tail(options_.tail_lines);
+    r.failed.push_back(std::move(o));
+  }
+  return r;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(SupervisorOptions options, SignalFd& signals)
+    : options_(std::move(options)), signals_(signals) {}
+
+RunResult Supervisor::Run(const ClusterSpec& spec, const std::vector<std::string>& command,
+                          JobChannel& channel,
+                          const std::vector<std::vector<std::string>>& child_env) {
+  Watch watch(options_, signals_, spec, channel);
+  watch.Start(command, child_env);  // on failure ~Watch kills what started
+  return watch.Loop();
+}
+
+}  // namespace flotilla::launch

@@ -1,0 +1,17 @@
+# The launcher's process-level tests: they run build/bin/flotilla with the
+# probe program (tests/probe) as the training program.
+find_package(nlohmann_json REQUIRED)
+
+add_executable(launch_probe ${CMAKE_CURRENT_LIST_DIR}/probe/probe.cc)
+target_link_libraries(launch_probe PRIVATE flotilla_comm nlohmann_json::nlohmann_json)
+
+add_library(launch_test_util STATIC ${CMAKE_CURRENT_LIST_DIR}/launch_test_util.cc)
+target_include_directories(launch_test_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(launch_test_util PUBLIC GTest::gtest nlohmann_json::nlohmann_json)
+
+foreach(t launch_cli_test launch_abort_test launch_ps_test launch_multinode_test)
+  flotilla_test(${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.cc DEPS launch_test_util
+    TIMEOUT 240 LABELS launch)
+  add_dependencies(${t} flotilla launch_probe)
+endforeach()
+set_tests_properties(launch_multinode_test PROPERTIES RUN_SERIAL TRUE)

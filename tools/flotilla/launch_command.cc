@@ -1,0 +1,122 @@
+#include "launch_command.h"
+
+#include <chrono>
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/env.h"
+
+namespace flotilla::tools {
+
+namespace {
+
+// Seconds given on the command line, kept until FinishLaunchOptions.
+struct Durations {
+  double grace_period = 5.0;
+  double rendezvous_timeout = 120.0;
+};
+Durations g_durations;
+
+void AddBaseOptions(CLI::App& c, launch::LaunchOptions& o) {
+  c.add_option("--log_dir", o.log_dir, "directory of workerlog.N, serverlog.N, endpoints.log")
+      ->envname("PADDLE_LOG_DIR")->capture_default_str()->group("Base Parameters");
+  c.add_option("--run_mode", o.run_mode, "collective | ps | ps-heter (default: ps when a "
+               "parameter-server option is given, else collective)")
+      ->envname("PADDLE_RUN_MODE")->group("Base Parameters");
+  c.add_option("--devices,--gpus,--selected_gpus,--seletected_gpus", o.devices,
+               "comma list of device ids (CPU slots on a CPU machine); one process per entry, "
+               "passed as FLAGS_selected_gpus and PADDLE_LOCAL_DEVICE_IDS")
+      ->envname("PADDLE_DEVICES")->group("Base Parameters");
+  c.add_option("--nproc_per_node", o.nproc_per_node, "processes per node (default: one per "
+               "device, or 1); devices are split evenly among them")
+      ->envname("PADDLE_NPROC_PER_NODE")->group("Base Parameters");
+  c.add_option("--grace_period", g_durations.grace_period, "seconds between SIGTERM and "
+               "SIGKILL when the job stops")
+      ->envname("FLOTILLA_GRACE_PERIOD")->capture_default_str()->group("Base Parameters");
+  c.add_flag("--quiet", o.quiet, "print neither the configuration nor rank 0's output")
+      ->group("Base Parameters");
+}
+
+void AddCollectiveOptions(CLI::App& c, launch::LaunchOptions& o) {
+  c.add_option("--ips,--cluster_node_ips", o.ips, "comma list of every node's IP, the same "
+               "order on every node; node index = position")
+      ->envname("PADDLE_IPS")->capture_default_str()->group("Collective Parameters");
+  c.add_option("--host,--node_ip", o.host, "this node's IP (default: the entry of --ips that "
+               "is one of this machine's addresses)")
+      ->envname("POD_IP")->group("Collective Parameters");
+  c.add_option("--nnodes", o.nnodes, "number of nodes; checked against --ips")
+      ->envname("PADDLE_NNODES")->group("Collective Parameters");
+  c.add_option("--started_port,--start_port", o.started_port, "first trainer port on each node "
+               "(local rank i uses started_port+i); default: free ports held by the launcher")
+      ->envname("PADDLE_START_PORT")->group("Collective Parameters");
+  c.add_option("--master_port", o.master_port, "port of the rendezvous store (PADDLE_MASTER) "
+               "on node 0; default 6070 for multi-node jobs, any free port on one node")
+      ->envname("PADDLE_MASTER_PORT")->group("Collective Parameters");
+  c.add_option("--rendezvous_timeout", g_durations.rendezvous_timeout, "seconds to wait for "
+               "node 0's store and for every node to join")
+      ->envname("FLOTILLA_RENDEZVOUS_TIMEOUT")->capture_default_str()
+      ->group("Collective Parameters");
+  c.add_flag("--use_paddlecloud", o.use_paddlecloud, "take nodes, this node and the first port "
+             "from PADDLE_TRAINERS, POD_IP, PADDLE_PORT")
+      ->group("Collective Parameters");
+}
+
+void AddPsOptions(CLI::App& c, launch::LaunchOptions& o) {
+  const char* g = "Parameter Server Parameters";
+  c.add_option("--servers", o.servers, "server endpoints ip:port,... (multi-node)")
+      ->envname("PADDLE_SERVERS_ENDPOINTS")->group(g);
+  c.add_option("--workers,--trainers", o.workers, "worker endpoints ip[:port],... (multi-node)")
+      ->envname("PADDLE_TRAINERS_ENDPOINTS")->group(g);
+  c.add_option("--server_num", o.server_num, "servers on this machine (simulation)")
+      ->envname("PADDLE_SERVER_NUM")->group(g);
+  c.add_option("--worker_num,--trainer_num", o.worker_num, "workers on this machine (simulation)")
+      ->envname("PADDLE_TRAINER_NUM")->group(g);
+  c.add_option("--heter_workers", o.heter_workers, "heterogeneous workers (not supported yet)")
+      ->group(g);
+  c.add_option("--heter_worker_num", o.heter_worker_num, "heterogeneous workers (not supported "
+               "yet)")->group(g);
+  c.add_option("--http_port", o.http_port, "port of the rendezvous store in ps mode "
+               "(PADDLE_GLOO_HTTP_ENDPOINT)")->envname("PADDLE_GLOO_PORT")->group(g);
+}
+
+void AddElasticOptions(CLI::App& c, launch::LaunchOptions& o) {
+  const char* g = "Elastic Parameters (not supported yet)";
+  c.add_option("--elastic_server", o.elastic_server, "etcd address host:port")
+      ->envname("PADDLE_ELASTIC_SERVER")->group(g);
+  c.add_option("--job_id", o.job_id, "unique job id")->envname("PADDLE_JOB_ID")->group(g);
+  c.add_option("--np", o.np, "number of nodes, N or MIN:MAX")
+      ->envname("PADDLE_ELASTIC_NP")->group(g);
+  c.add_flag("--scale", o.scale, "scale the job")->envname("PADDLE_ELASTIC_SCALE")->group(g);
+  c.add_flag("--force", o.force, "force the scaling")->envname("PADDLE_ELASTIC_FORCE")->group(g);
+}
+
+}  // namespace
+
+CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
+                           launch::LaunchOptions& o) {
+  CLI::App* c = app.add_subcommand(
+      name, ps_only ? "start a parameter-server job: servers and workers (seed 003)"
+                    : "start a collective or parameter-server job on one or many nodes");
+  // Everything from the program name on belongs to the program.
+  c->prefix_command();
+  c->description(StrCat(c->get_description(), "\nusage: flotilla ", name,
+                        " [OPTIONS] training_script [training_script_args...]"));
+  c->footer("Every option may also come from the environment variable shown beside it.\n"
+            "See docs/cli.md and docs/env.md.");
+  AddBaseOptions(*c, o);
+  AddCollectiveOptions(*c, o);
+  AddPsOptions(*c, o);
+  AddElasticOptions(*c, o);
+  return c;
+}
+
+void FinishLaunchOptions(CLI::App& c, bool ps_only, launch::LaunchOptions& o) {
+  o.command = c.remaining();
+  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+  o.grace_period = std::chrono::milliseconds(static_cast<int64_t>(g_durations.grace_period * 1000));
+  o.rendezvous_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(g_durations.rendezvous_timeout * 1000));
+  if (o.job_id.empty()) o.job_id = env::GetOr("PADDLE_ELASTIC_JOB_ID", "");
+  if (ps_only && o.run_mode.empty()) o.run_mode = "ps";
+}
+
+}  // namespace flotilla::tools

@@ -1,0 +1,22 @@
+// The `launch` and `launch_ps` subcommands: CLI11 bindings of
+// flotilla::launch::LaunchOptions (every option, its legacy aliases and its
+// environment variable; see docs/cli.md).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "launch/options.h"
+
+namespace flotilla::tools {
+
+// Adds the subcommand `name` to `app`, parsing into `options`. `ps_only`
+// makes it the PS launcher of seed 003 (launch_ps: run_mode ps).
+CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
+                           launch::LaunchOptions& options);
+
+// Completes `options` after parsing: the program and its arguments (what
+// followed the options), seconds converted, fallbacks from secondary
+// environment variables.
+void FinishLaunchOptions(CLI::App& command, bool ps_only, launch::LaunchOptions& options);
+
+}  // namespace flotilla::tools

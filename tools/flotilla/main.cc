@@ -1,0 +1,36 @@
+// flotilla: the command-line entry point. Subcommands:
+//   flotilla launch [options] program [args...]     collective or ps job
+//   flotilla launch_ps [options] program [args...]  ps job (seed 003)
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include "flotilla/common/error.h"
+#include "flotilla/common/logging.h"
+#include "launch/launcher.h"
+#include "launch/signals.h"
+#include "launch_command.h"
+
+int main(int argc, char** argv) {
+  // Before anything can start a thread (see signals.h).
+  flotilla::launch::BlockLauncherSignals();
+  // The launcher's own messages go to stderr; stdout carries rank 0's output.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("flotilla"));
+  flotilla::log::InitFromEnv();
+  CLI::App app{"Flotilla: distributed training"};
+  app.require_subcommand(1);
+  flotilla::launch::LaunchOptions options;
+  CLI::App* launch = flotilla::tools::AddLaunchCommand(app, "launch", false, options);
+  CLI::App* launch_ps = flotilla::tools::AddLaunchCommand(app, "launch_ps", true, options);
+  CLI11_PARSE(app, argc, argv);
+  const bool ps_only = launch_ps->parsed();
+  flotilla::tools::FinishLaunchOptions(ps_only ? *launch_ps : *launch, ps_only, options);
+  try {
+    return flotilla::launch::Launch(std::move(options));
+  } catch (const flotilla::Error& e) {
+    std::cerr << "flotilla " << (ps_only ? "launch_ps" : "launch") << ": "
+              << flotilla::ErrorCodeName(e.code()) << ": " << e.what() << "\n";
+    return 2;
+  }
+}
