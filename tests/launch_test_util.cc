@@ -1,0 +1,192 @@
+#include "launch_test_util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace flotilla::launch_test {
+
+using Clock = std::chrono::steady_clock;
+
+std::string BuildDir() {
+  const char* dir = std::getenv("FLOTILLA_BUILD_DIR");
+  return dir ? dir : "build";
+}
+std::string FlotillaBin() { return BuildDir() + "/bin/flotilla"; }
+std::string ProbeBin() { return BuildDir() + "/bin/launch_probe"; }
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/flotilla_launch_test.XXXXXX";
+  path_ = mkdtemp(tmpl);
+}
+
+TempDir::~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+
+namespace {
+
+std::vector<std::string> MergedEnv(const std::vector<std::string>& extra) {
+  std::vector<std::string> out;
+  for (char** e = environ; *e; ++e) {
+    std::string s = *e;
+    bool replaced = false;
+    for (const auto& x : extra) replaced |= s.substr(0, s.find('=')) == x.substr(0, x.find('='));
+    if (!replaced) out.push_back(s);
+  }
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+Child::Child(const std::vector<std::string>& argv_in, const std::string& output_dir,
+             const std::vector<std::string>& env_in, const std::string& netns) {
+  static int counter = 0;
+  const int n = counter++;
+  out_path_ = output_dir + "/child" + std::to_string(n) + ".out";
+  err_path_ = output_dir + "/child" + std::to_string(n) + ".err";
+  std::vector<std::string> argv = argv_in;
+  if (!netns.empty()) argv.insert(argv.begin(), {"/usr/sbin/ip", "netns", "exec", netns});
+  std::vector<std::string> env = MergedEnv(env_in);
+  auto cargv = CStrings(argv);
+  auto cenv = CStrings(env);
+  int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(out, 1);
+    dup2(err, 2);
+    execve(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+  close(out);
+  close(err);
+}
+
+Child::~Child() {
+  if (!reaped_ && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::optional<int> Child::Wait(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      reaped_ = true;
+      return status;
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+int Child::WaitCode(std::chrono::milliseconds timeout) {
+  auto status = Wait(timeout);
+  if (!status) return -1;
+  return WIFSIGNALED(*status) ? 128 + WTERMSIG(*status) : WEXITSTATUS(*status);
+}
+
+std::string Child::Stdout() const { return ReadText(out_path_); }
+std::string Child::Stderr() const { return ReadText(err_path_); }
+void Child::Kill(int signal) {
+  if (!reaped_) kill(pid_, signal);
+}
+
+bool Alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+std::set<pid_t> ProbePids(const std::string& dir) {
+  std::set<pid_t> pids;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return pids;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.rfind("pid.", 0) == 0) pids.insert(std::atoi(ReadText(dir + "/" + name).c_str()));
+  }
+  closedir(d);
+  return pids;
+}
+
+bool WaitForFiles(const std::string& dir, const std::string& prefix, size_t n,
+                  std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    size_t count = 0;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (dirent* e = readdir(d)) count += std::string(e->d_name).rfind(prefix, 0) == 0;
+      closedir(d);
+    }
+    if (count >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool WaitGone(const std::set<pid_t>& pids, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    bool any = false;
+    for (pid_t p : pids) any |= Alive(p);
+    if (!any) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void KillAll(const std::set<pid_t>& pids) {
+  for (pid_t p : pids) {
+    if (p > 0 && Alive(p)) kill(p, SIGKILL);
+  }
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+nlohmann::json ReadJson(const std::string& path) { return nlohmann::json::parse(ReadText(path)); }
+
+nlohmann::json ProbeEnv(const std::string& dir, const std::string& tag) {
+  return ReadJson(dir + "/env." + tag + ".json").at("env");
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace flotilla::launch_test

@@ -3,10 +3,11 @@
 // what it is told, optionally only on one process ("@TAG"; the tag is the
 // rank "2" in collective jobs, "w1"/"s0" for workers/servers in ps jobs):
 //
-//   --out DIR            write DIR/env.TAG.json ({"pid","tag","env",...}) and DIR/pid.TAG
+//   --out DIR            write DIR/env.TAG.json ({"pid","tag","env","bind"}) and DIR/pid.TAG
 //   --ignore_term[@TAG]  ignore SIGTERM (only SIGKILL ends it)
 //   --bind               bind and listen on PADDLE_CURRENT_ENDPOINT (SO_REUSEADDR)
-//   --store_barrier      meet every trainer in the PADDLE_MASTER store
+//   --store_barrier      meet every process in the PADDLE_MASTER store (after writing
+//                        the files above); DIR/barrier.TAG says "ok" or the error
 //   --print N            print N numbered lines
 //   --delay S            sleep S seconds before the actions below
 //   --exit CODE[@TAG]    exit with CODE
@@ -92,9 +93,13 @@ std::string StoreBarrier(const std::string& tag) {
   try {
     auto store = flotilla::comm::ConnectStore(Env("PADDLE_MASTER"));
     store->setString("probe/" + tag, tag);
+    // Everyone: the trainers ("0".."n-1", or "w0".. in ps mode) and the servers.
+    const bool ps = !Env("TRAINING_ROLE").empty();
     std::vector<std::string> keys;
     int n = std::atoi(Env("PADDLE_TRAINERS_NUM").c_str());
-    for (int i = 0; i < n; ++i) keys.push_back("probe/" + std::to_string(i));
+    for (int i = 0; i < n; ++i) keys.push_back("probe/" + std::string(ps ? "w" : "") + std::to_string(i));
+    int servers = ps ? std::atoi(Env("PADDLE_PSERVERS_NUM").c_str()) : 0;
+    for (int i = 0; i < servers; ++i) keys.push_back("probe/s" + std::to_string(i));
     store->wait(keys, std::chrono::seconds(60));
     return "ok";
   } catch (const std::exception& e) {
@@ -138,7 +143,6 @@ int main(int argc, char** argv) {
     record["env"][s.substr(0, eq)] = s.substr(eq + 1);
   }
   if (bind) record["bind"] = BindEndpoint();
-  if (barrier) record["store_barrier"] = StoreBarrier(tag);
   std::string out;
   for (auto& [k, v] : actions) {
     if (k == "--out") out = v;
@@ -146,6 +150,11 @@ int main(int argc, char** argv) {
   if (!out.empty()) {
     WriteFile(out + "/env." + tag + ".json", record.dump());
     WriteFile(out + "/pid." + tag, std::to_string(getpid()));
+  }
+  // After the files: once anyone passes the barrier, every record exists.
+  if (barrier) {
+    std::string result = StoreBarrier(tag);
+    if (!out.empty()) WriteFile(out + "/barrier." + tag, result);
   }
   std::cout << "probe " << tag << " pid " << getpid() << " started" << std::endl;
   for (auto& [k, v] : actions) {

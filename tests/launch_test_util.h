@@ -1,0 +1,92 @@
+// Helpers for the launcher's process-level tests: start build/bin/flotilla
+// as a child, wait for it with a deadline, read what the probes recorded,
+// and make sure every process a test started is gone (killing leftovers by
+// pid) when the test ends.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace flotilla::launch_test {
+
+std::string BuildDir();
+std::string FlotillaBin();
+std::string ProbeBin();
+
+// A fresh directory under /tmp, removed (rm -rf) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A process the test started, with stdout and stderr in files. The
+// destructor SIGKILLs and reaps it if it still runs.
+class Child {
+ public:
+  // argv[0] is a path. `env` entries "NAME=value" are added to (or replace
+  // in) the test's environment. With `netns`, runs under `ip netns exec`.
+  Child(const std::vector<std::string>& argv, const std::string& output_dir,
+        const std::vector<std::string>& env = {}, const std::string& netns = "");
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The waitpid status once it exited within `timeout`, else nullopt.
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  // Exit code (or 128 + signal) once exited; -1 on timeout.
+  int WaitCode(std::chrono::milliseconds timeout);
+  std::string Stdout() const;
+  std::string Stderr() const;
+  void Kill(int signal);
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::string out_path_, err_path_;
+};
+
+// True while `pid` exists and is not a zombie.
+bool Alive(pid_t pid);
+// Pids the probes wrote (`dir`/pid.*).
+std::set<pid_t> ProbePids(const std::string& dir);
+// Waits until `n` files `dir`/prefix* exist; false on timeout.
+bool WaitForFiles(const std::string& dir, const std::string& prefix, size_t n,
+                  std::chrono::milliseconds timeout);
+// Waits until none of `pids` is alive; false on timeout.
+bool WaitGone(const std::set<pid_t>& pids, std::chrono::milliseconds timeout);
+// SIGKILLs every pid still alive (test cleanup by pid).
+void KillAll(const std::set<pid_t>& pids);
+
+nlohmann::json ReadJson(const std::string& path);
+std::string ReadText(const std::string& path);
+// The environment one probe recorded (dir/env.TAG.json → "env").
+nlohmann::json ProbeEnv(const std::string& dir, const std::string& tag);
+
+// A TCP port that was free a moment ago (for --started_port tests only).
+int FreePort();
+
+// Kills the probes `dir` recorded and checks none is left: use at the end of
+// every test that starts the launcher.
+#define EXPECT_NO_PROBES_LEFT(dir)                                                 \
+  do {                                                                             \
+    auto pids_ = ::flotilla::launch_test::ProbePids(dir);                          \
+    bool gone_ = ::flotilla::launch_test::WaitGone(pids_, std::chrono::seconds(5)); \
+    ::flotilla::launch_test::KillAll(pids_);                                       \
+    EXPECT_TRUE(gone_) << "probe processes outlived the launcher";                 \
+  } while (0)
+
+}  // namespace flotilla::launch_test
