@@ -1,0 +1,46 @@
+// DataFeeder: turns a batch of samples into the feed map of an Executor run
+// (Paddle's fluid.DataFeeder).
+//
+// Field i of every sample feeds feed_list[i]. The fed tensor has the batch
+// dimension prepended: variable shape [-1, 13] and samples x [13] give a
+// [batch, 13] tensor. Stateless after construction; Feed() is thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flotilla/core/place.h"
+#include "flotilla/framework/executor.h"
+#include "flotilla/framework/program.h"
+#include "flotilla/io/reader.h"
+
+namespace flotilla::io {
+
+class DataFeeder {
+ public:
+  // Copies what it needs from the variables (name, dtype, shape); the program
+  // need not outlive the feeder.
+  DataFeeder(const std::vector<Variable>& feed_list, Place place = CPUPlace());
+
+  // Throws InvalidArgument for an empty batch, a sample with the wrong number
+  // of fields, or a field whose dtype or element count does not match its
+  // variable — naming the feed variable, the sample index and the expected
+  // per-sample shape.
+  FeedMap Feed(const std::vector<Sample>& batch) const;
+
+  const std::vector<std::string>& feed_names() const { return names_; }
+
+ private:
+  struct Slot {
+    std::string name;
+    DType dtype;
+    Dims sample_dims;  // variable shape without the batch dimension
+  };
+  Tensor FeedSlot(size_t slot, const std::vector<Sample>& batch) const;
+
+  std::vector<Slot> slots_;
+  std::vector<std::string> names_;
+  Place place_;
+};
+
+}  // namespace flotilla::io

@@ -1,0 +1,64 @@
+#include "flotilla/io/data_feeder.h"
+
+#include <cstring>
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/strings.h"
+
+namespace flotilla::io {
+
+DataFeeder::DataFeeder(const std::vector<Variable>& feed_list, Place place)
+    : place_(std::move(place)) {
+  FLOTILLA_ENFORCE(!feed_list.empty(), "DataFeeder: the feed list is empty");
+  for (const Variable& v : feed_list) {
+    FLOTILLA_ENFORCE(v.valid(), "DataFeeder: feed list holds an invalid variable");
+    FLOTILLA_ENFORCE(!v.shape().empty(), "DataFeeder: feed variable '", v.name(),
+                     "' has no batch dimension (shape [])");
+    Dims sample_dims(v.shape().begin() + 1, v.shape().end());
+    slots_.push_back(Slot{v.name(), v.dtype(), std::move(sample_dims)});
+    names_.push_back(v.name());
+  }
+}
+
+FeedMap DataFeeder::Feed(const std::vector<Sample>& batch) const {
+  FLOTILLA_ENFORCE(!batch.empty(), "DataFeeder: the batch is empty");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    FLOTILLA_ENFORCE_EQ(batch[i].size(), slots_.size(), "DataFeeder: sample ", i,
+                        " has the wrong number of fields for the feed list (",
+                        Join(names_, ", "), ")");
+  }
+  FeedMap feed;
+  for (size_t s = 0; s < slots_.size(); ++s) feed.emplace(slots_[s].name, FeedSlot(s, batch));
+  return feed;
+}
+
+// Checks every sample's field against the slot, then copies them into one
+// [batch, ...] tensor.
+Tensor DataFeeder::FeedSlot(size_t s, const std::vector<Sample>& batch) const {
+  const Slot& slot = slots_[s];
+  const Tensor& first = batch[0][s];
+  // Unknown inner dims (-1) take the first sample's shape.
+  bool unknown = Numel(slot.sample_dims) < 0;
+  const Dims& sample_dims =
+      unknown && DimsCompatible(slot.sample_dims, first.dims()) ? first.dims() : slot.sample_dims;
+  const int64_t numel = Numel(sample_dims);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Tensor& field = batch[i][s];
+    FLOTILLA_ENFORCE(field.dtype() == slot.dtype && field.numel() == numel && field.initialized(),
+                     "DataFeeder: feed variable '", slot.name, "' expects each sample to be ",
+                     DTypeName(slot.dtype), " of shape ", DimsToString(sample_dims),
+                     ", but sample ", i, " holds ", DTypeName(field.dtype()), " of shape ",
+                     DimsToString(field.dims()));
+  }
+  Dims dims{static_cast<int64_t>(batch.size())};
+  dims.insert(dims.end(), sample_dims.begin(), sample_dims.end());
+  Tensor out(slot.dtype, dims, place_);
+  auto* dst = static_cast<char*>(out.raw_mutable_data(slot.dtype));
+  const size_t row_bytes = static_cast<size_t>(numel) * SizeOf(slot.dtype);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    std::memcpy(dst + i * row_bytes, batch[i][s].raw_data(), row_bytes);
+  }
+  return out;
+}
+
+}  // namespace flotilla::io

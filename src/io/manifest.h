@@ -1,0 +1,27 @@
+// The MANIFEST of a checkpoint directory (format in docs/io.md):
+//   flotilla-checkpoint 1
+//   <name> \t <dtype> \t <dims, comma-separated> \t <file> \t <bytes> \t <crc32c hex>
+//   ...
+//   manifest-crc32c <crc32c hex of all lines above>
+// Names and files are percent-encoded, so any variable name fits on a line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flotilla/io/checkpoint.h"
+
+namespace flotilla::io::internal {
+
+inline constexpr const char* kManifestName = "MANIFEST";
+
+std::string FormatManifest(const std::vector<ManifestEntry>& entries);
+// Throws Corruption naming `path` and the line when the text is damaged.
+std::vector<ManifestEntry> ParseManifest(const std::string& text, const std::string& path);
+
+// Percent-encodes everything but [A-Za-z0-9._@-]; a safe file name and field.
+std::string EncodeName(const std::string& name);
+// Inverse of EncodeName; false when `encoded` is malformed.
+bool DecodeName(const std::string& encoded, std::string* name);
+
+}  // namespace flotilla::io::internal

@@ -1,0 +1,97 @@
+#include "tensor_file.h"
+
+#include <bit>
+#include <cstring>
+
+#include "flotilla/common/checksum.h"
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/file_util.h"
+#include "flotilla/io/checkpoint.h"
+
+static_assert(std::endian::native == std::endian::little,
+              "tensor files are little-endian; add byte swapping for this host");
+
+namespace flotilla::io {
+namespace internal {
+namespace {
+
+constexpr char kMagic[4] = {'F', 'L', 'T', 'N'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kFixedHeader = 4 + 3 * sizeof(uint32_t);
+constexpr uint32_t kMaxRank = 64;
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+template <typename T>
+T Get(const std::string& bytes, size_t offset) {
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
+
+bool IsKnownDType(uint32_t code) {
+  for (DType d : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}) {
+    if (code == static_cast<uint32_t>(d)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string EncodeTensor(const Tensor& tensor) {
+  std::string out(kMagic, sizeof(kMagic));
+  Put<uint32_t>(&out, kVersion);
+  Put<uint32_t>(&out, static_cast<uint32_t>(tensor.dtype()));
+  Put<uint32_t>(&out, static_cast<uint32_t>(tensor.rank()));
+  for (int64_t d : tensor.dims()) Put<int64_t>(&out, d);
+  if (tensor.nbytes() > 0) {
+    out.append(static_cast<const char*>(tensor.raw_data()), tensor.nbytes());
+  }
+  Put<uint32_t>(&out, Crc32c(out.data(), out.size()));
+  return out;
+}
+
+Tensor DecodeTensor(const std::string& bytes, const std::string& what) {
+  FLOTILLA_CHECK(bytes.size() >= kFixedHeader + sizeof(uint32_t), Corruption, what,
+                 " is truncated: ", bytes.size(), " bytes is shorter than a tensor header");
+  FLOTILLA_CHECK(std::memcmp(bytes.data(), kMagic, 4) == 0, Corruption, what,
+                 " is not a Flotilla tensor file (bad magic)");
+  const size_t body = bytes.size() - sizeof(uint32_t);
+  FLOTILLA_CHECK(Crc32c(bytes.data(), body) == Get<uint32_t>(bytes, body), Corruption, what,
+                 " fails its CRC32C checksum (truncated or corrupt)");
+  FLOTILLA_CHECK(Get<uint32_t>(bytes, 4) == kVersion, Corruption, what,
+                 " has unsupported version ", Get<uint32_t>(bytes, 4));
+  uint32_t code = Get<uint32_t>(bytes, 8);
+  uint32_t rank = Get<uint32_t>(bytes, 12);
+  FLOTILLA_CHECK(IsKnownDType(code) && rank <= kMaxRank, Corruption, what,
+                 " has an invalid header (dtype code ", code, ", rank ", rank, ")");
+  const size_t data_at = kFixedHeader + rank * sizeof(int64_t);
+  FLOTILLA_CHECK(data_at <= body, Corruption, what, " is truncated inside its header");
+  Dims dims(rank);
+  for (uint32_t i = 0; i < rank; ++i) dims[i] = Get<int64_t>(bytes, kFixedHeader + i * 8);
+  for (int64_t d : dims) {
+    FLOTILLA_CHECK(d >= 0, Corruption, what, " has a negative dimension in ", DimsToString(dims));
+  }
+  Tensor t(static_cast<DType>(code), dims);
+  FLOTILLA_CHECK( t.nbytes() == body - data_at, Corruption, what,
+                 " holds ", body - data_at, " data bytes but its header says ",
+                 DTypeName(t.dtype()), " ", DimsToString(dims));
+  void* dst = t.raw_mutable_data(t.dtype());
+  if (t.nbytes() > 0) std::memcpy(dst, bytes.data() + data_at, t.nbytes());
+  return t;
+}
+
+}  // namespace internal
+
+void SaveTensor(const std::string& path, const Tensor& tensor) {
+  WriteFileAtomic(path, internal::EncodeTensor(tensor));
+}
+
+Tensor LoadTensor(const std::string& path) {
+  return internal::DecodeTensor(ReadFile(path), "tensor file '" + path + "'");
+}
+
+}  // namespace flotilla::io
