@@ -1,1 +1,130 @@
+// Multi-node launches on one machine: two network namespaces joined by a
+// veth pair are two hosts with their own 10.x addresses. Each runs the same
+// `flotilla launch --ips A,B --nproc_per_node 2 probe`. Needs root (skips
+// otherwise); the namespaces are deleted on every path.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "launch_test_util.h"
+
+namespace flotilla::launch_test {
+namespace {
+
+using std::chrono::seconds;
+
+bool Sh(const std::string& command) {
+  return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Two namespaces "hosts" A (10.N.M.1) and B (10.N.M.2) on one veth link.
+class TwoHosts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "multi-node test needs root to create network namespaces";
+    const int id = getpid() % 60000;
+    suffix_ = std::to_string(id);
+    a_ = "flt_a_" + suffix_;
+    b_ = "flt_b_" + suffix_;
+    const std::string subnet = "10.211." + std::to_string(id % 250) + ".";
+    ip_a_ = subnet + "1";
+    ip_b_ = subnet + "2";
+    const std::string va = "fva" + suffix_, vb = "fvb" + suffix_;
+    created_ = Sh("ip netns add " + a_);
+    created_ = Sh("ip netns add " + b_) && created_;
+    const bool ok = created_ && Sh("ip link add " + va + " type veth peer name " + vb) &&
+                    Sh("ip link set " + va + " netns " + a_) &&
+                    Sh("ip link set " + vb + " netns " + b_) &&
+                    Sh("ip -n " + a_ + " addr add " + ip_a_ + "/24 dev " + va) &&
+                    Sh("ip -n " + b_ + " addr add " + ip_b_ + "/24 dev " + vb) &&
+                    Sh("ip -n " + a_ + " link set " + va + " up") &&
+                    Sh("ip -n " + b_ + " link set " + vb + " up") &&
+                    Sh("ip -n " + a_ + " link set lo up") && Sh("ip -n " + b_ + " link set lo up");
+    if (!ok) GTEST_SKIP() << "cannot create network namespaces and a veth pair here (ip netns/ip link failed)";
+  }
+
+  void TearDown() override {
+    // Deleting a namespace deletes the veth pair with it.
+    Sh("ip netns del " + a_);
+    Sh("ip netns del " + b_);
+  }
+
+  std::vector<std::string> Launch(const std::string& dir, const std::vector<std::string>& options,
+                                  const std::vector<std::string>& probe_args) {
+    std::vector<std::string> argv = {FlotillaBin(), "launch", "--quiet", "--ips",
+                                     ip_a_ + "," + ip_b_, "--nproc_per_node", "2",
+                                     "--log_dir", dir + "/log"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(ProbeBin());
+    argv.push_back("--out");
+    argv.push_back(dir);
+    argv.insert(argv.end(), probe_args.begin(), probe_args.end());
+    return argv;
+  }
+
+  std::string suffix_, a_, b_, ip_a_, ip_b_;
+  bool created_ = false;
+};
+
+TEST_F(TwoHosts, FourRanksWithTheRightEnvironment) {
+  TempDir da, db;
+  // Node B first: it waits for node 0's store to come up.
+  Child node_b(Launch(db.path(), {}, {"--store_barrier"}), db.path(), {}, b_);
+  Child node_a(Launch(da.path(), {}, {"--store_barrier"}), da.path(), {}, a_);
+  EXPECT_EQ(node_a.WaitCode(seconds(60)), 0) << node_a.Stderr();
+  EXPECT_EQ(node_b.WaitCode(seconds(60)), 0) << node_b.Stderr();
+  const std::string endpoints = ReadText(da / "log/endpoints.log");
+  EXPECT_EQ(endpoints, ReadText(db / "log/endpoints.log")) << "nodes disagree on the endpoints";
+  std::string master;
+  for (int rank = 0; rank < 4; ++rank) {
+    const TempDir& d = rank < 2 ? da : db;
+    auto env = ProbeEnv(d.path(), std::to_string(rank));
+    EXPECT_EQ(env["PADDLE_TRAINER_ID"], std::to_string(rank));
+    EXPECT_EQ(env["PADDLE_TRAINERS_NUM"], "4");
+    EXPECT_EQ(env["PADDLE_RANK_IN_NODE"], std::to_string(rank % 2));
+    EXPECT_EQ(env["PADDLE_NNODES"], "2");
+    EXPECT_EQ(env["PADDLE_LOCAL_SIZE"], "2");
+    EXPECT_EQ(env["FLAGS_selected_gpus"], std::to_string(rank % 2));
+    const std::string current = env["PADDLE_CURRENT_ENDPOINT"];
+    EXPECT_EQ(current.rfind((rank < 2 ? ip_a_ : ip_b_) + ":", 0), 0u) << current;
+    EXPECT_NE(endpoints.find(current + "\n"), std::string::npos);
+    std::string list = env["PADDLE_TRAINER_ENDPOINTS"];
+    for (auto& ch : list) ch = ch == ',' ? '\n' : ch;
+    EXPECT_EQ("PADDLE_TRAINER_ENDPOINTS:\n" + list + "\n", endpoints);
+    if (rank == 0) master = env["PADDLE_MASTER"];
+    EXPECT_EQ(env["PADDLE_MASTER"], master);
+    EXPECT_EQ(ReadText(d / ("barrier." + std::to_string(rank))), "ok") << "rank " << rank;
+  }
+  EXPECT_EQ(master, ip_a_ + ":6070");
+  EXPECT_NO_PROBES_LEFT(da.path());
+  EXPECT_NO_PROBES_LEFT(db.path());
+}
+
+TEST_F(TwoHosts, FailureOnOneNodeStopsTheOther) {
+  TempDir da, db;
+  Child node_a(Launch(da.path(), {"--grace_period", "2"}, {"--delay", "0.5", "--exit", "9@3", "--sleep", "60"}),
+               da.path(), {}, a_);
+  Child node_b(Launch(db.path(), {"--grace_period", "2"}, {"--delay", "0.5", "--exit", "9@3", "--sleep", "60"}),
+               db.path(), {}, b_);
+  EXPECT_EQ(node_b.WaitCode(seconds(30)), 9) << node_b.Stderr();
+  EXPECT_NE(node_b.Stderr().find("ABORT!!! Out of all 4 trainers, the trainer process with rank=[3]"),
+            std::string::npos) << node_b.Stderr();
+  EXPECT_EQ(node_a.WaitCode(seconds(30)), 9) << node_a.Stderr();
+  EXPECT_NE(node_a.Stderr().find("stopped by node 1"), std::string::npos) << node_a.Stderr();
+  EXPECT_NO_PROBES_LEFT(da.path());
+  EXPECT_NO_PROBES_LEFT(db.path());
+}
+
+TEST_F(TwoHosts, UnreachableNodeZeroIsNamed) {
+  TempDir db;
+  Child node_b(Launch(db.path(), {"--rendezvous_timeout", "1"}, {}), db.path(), {}, b_);
+  EXPECT_EQ(node_b.WaitCode(seconds(30)), 2);
+  const std::string err = node_b.Stderr();
+  EXPECT_NE(err.find("could not reach node 0's rendezvous store at " + ip_a_ + ":6070"),
+            std::string::npos) << err;
+  EXPECT_NO_PROBES_LEFT(db.path());
+}
+
+}  // namespace
+}  // namespace flotilla::launch_test

@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
   try {
     return flotilla::launch::Launch(std::move(options));
   } catch (const flotilla::Error& e) {
-    std::cerr << "flotilla " << (ps_only ? "launch_ps" : "launch") << ": "
-              << flotilla::ErrorCodeName(e.code()) << ": " << e.what() << "\n";
+    // what() already starts with the error's kind ("Unavailable: ...").
+    std::cerr << "flotilla " << (ps_only ? "launch_ps" : "launch") << ": " << e.what() << "\n";
     return 2;
   }
 }
