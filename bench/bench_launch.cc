@@ -1,0 +1,146 @@
+// bench_launch: how fast `flotilla launch` starts processes and how fast it
+// reacts when one dies. Prints one JSON object per measurement:
+//   start:        launcher exec → all N probes running (each wrote its pid file),
+//                 and the launcher's whole run with probes that exit at once
+//   death_to_exit: a rank exits 1 → the launcher has stopped the others and
+//                 exited; once with survivors that obey SIGTERM, once with
+//                 survivors that ignore it (so the grace period is paid)
+// Usage: bench_launch [--build DIR] [--repeat N]
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string g_build = FLOTILLA_BUILD_DIR;
+
+double NowWallS() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string MakeTempDir() {
+  char tmpl[] = "/tmp/flotilla_bench_launch.XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+size_t CountFiles(const std::string& dir, const std::string& prefix) {
+  size_t n = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
+    closedir(d);
+  }
+  return n;
+}
+
+pid_t Spawn(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<std::string> LaunchArgs(const std::string& dir, int nproc, double grace,
+                                    const std::vector<std::string>& probe_args) {
+  std::vector<std::string> a = {g_build + "/bin/flotilla", "launch", "--quiet", "--log_dir",
+                                dir + "/log", "--nproc_per_node", std::to_string(nproc),
+                                "--grace_period", std::to_string(grace),
+                                g_build + "/bin/launch_probe", "--out", dir};
+  a.insert(a.end(), probe_args.begin(), probe_args.end());
+  return a;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void BenchStart(int nproc, int repeat) {
+  std::vector<double> running_ms, total_ms;
+  for (int i = 0; i < repeat; ++i) {
+    std::string dir = MakeTempDir();
+    auto start = Clock::now();
+    pid_t launcher = Spawn(LaunchArgs(dir, nproc, 5, {}));
+    while (CountFiles(dir, "pid.") < static_cast<size_t>(nproc)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    running_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    WaitExit(launcher);
+    total_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    std::system(("rm -rf " + dir).c_str());
+  }
+  std::cout << nlohmann::json{{"bench", "launch_start"}, {"impl", "flotilla"}, {"processes", nproc},
+                              {"repeat", repeat}, {"all_running_ms", Median(running_ms)},
+                              {"whole_run_ms", Median(total_ms)}}.dump()
+            << std::endl;
+}
+
+void BenchDeathToExit(bool survivors_ignore_term, double grace, int repeat) {
+  std::vector<double> ms;
+  int code = 0;
+  for (int i = 0; i < repeat; ++i) {
+    std::string dir = MakeTempDir();
+    std::vector<std::string> probe = {"--delay", "0.3", "--exit", "1@1", "--sleep", "60"};
+    if (survivors_ignore_term) probe.insert(probe.begin(), "--ignore_term");
+    pid_t launcher = Spawn(LaunchArgs(dir, 4, grace, probe));
+    code = WaitExit(launcher);
+    const double exited = NowWallS();
+    std::ifstream in(dir + "/death.1");
+    long long ns = 0;
+    in >> ns;
+    ms.push_back((exited - ns / 1e9) * 1000.0);
+    std::system(("rm -rf " + dir).c_str());
+  }
+  std::cout << nlohmann::json{{"bench", "launch_death_to_exit"}, {"impl", "flotilla"},
+                              {"processes", 4}, {"survivors_ignore_sigterm", survivors_ignore_term},
+                              {"grace_period_s", grace}, {"repeat", repeat},
+                              {"launcher_exit_code", code}, {"death_to_exit_ms", Median(ms)},
+                              {"over_grace_ms", Median(ms) - (survivors_ignore_term ? grace * 1000 : 0)}}
+                   .dump()
+            << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeat = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--build") g_build = argv[i + 1];
+    if (a == "--repeat") repeat = std::atoi(argv[i + 1]);
+  }
+  BenchStart(8, repeat);
+  BenchDeathToExit(false, 5.0, repeat);
+  BenchDeathToExit(true, 1.0, repeat);
+  return 0;
+}
