@@ -50,11 +50,14 @@ class TwoHosts : public ::testing::Test {
     Sh("ip netns del " + b_);
   }
 
+  // `flotilla launch` with `cluster` options (default: --ips A,B
+  // --nproc_per_node 2), then the probe writing to `dir`.
   std::vector<std::string> Launch(const std::string& dir, const std::vector<std::string>& options,
-                                  const std::vector<std::string>& probe_args) {
-    std::vector<std::string> argv = {FlotillaBin(), "launch", "--quiet", "--ips",
-                                     ip_a_ + "," + ip_b_, "--nproc_per_node", "2",
-                                     "--log_dir", dir + "/log"};
+                                  const std::vector<std::string>& probe_args,
+                                  std::vector<std::string> cluster = {}) {
+    if (cluster.empty()) cluster = {"--ips", ip_a_ + "," + ip_b_, "--nproc_per_node", "2"};
+    std::vector<std::string> argv = {FlotillaBin(), "launch", "--quiet", "--log_dir", dir + "/log"};
+    argv.insert(argv.end(), cluster.begin(), cluster.end());
     argv.insert(argv.end(), options.begin(), options.end());
     argv.push_back(ProbeBin());
     argv.push_back("--out");
@@ -123,6 +126,47 @@ TEST_F(TwoHosts, UnreachableNodeZeroIsNamed) {
   const std::string err = node_b.Stderr();
   EXPECT_NE(err.find("could not reach node 0's rendezvous store at " + ip_a_ + ":6070"),
             std::string::npos) << err;
+  EXPECT_NO_PROBES_LEFT(db.path());
+}
+
+TEST_F(TwoHosts, NodesThatDisagreeDoNotStart) {
+  TempDir da, db;
+  Child node_a(Launch(da.path(), {}, {}, {"--ips", ip_a_ + "," + ip_b_, "--nproc_per_node", "2"}),
+               da.path(), {}, a_);
+  Child node_b(Launch(db.path(), {}, {}, {"--ips", ip_a_ + "," + ip_b_, "--nproc_per_node", "3"}),
+               db.path(), {}, b_);
+  EXPECT_EQ(node_a.WaitCode(seconds(30)), 2);
+  EXPECT_EQ(node_b.WaitCode(seconds(30)), 2);
+  const std::string err = node_a.Stderr() + node_b.Stderr();
+  EXPECT_NE(err.find("every node must run the same number"), std::string::npos) << err;
+  EXPECT_EQ(ProbePids(da.path()).size() + ProbePids(db.path()).size(), 0u) << "nothing may start";
+}
+
+// Servers on both hosts, workers on both; the servers stop once every
+// worker of the job (on either host) has exited 0.
+TEST_F(TwoHosts, ParameterServerJobAcrossHosts) {
+  TempDir da, db;
+  const std::vector<std::string> cluster = {"--servers", ip_a_ + "," + ip_b_, "--workers",
+                                            ip_a_ + "," + ip_b_ + "," + ip_b_};
+  const std::vector<std::string> probe = {"--store_barrier", "--sleep", "60@s0", "--sleep",
+                                          "60@s1", "--sleep", "0.3"};
+  Child node_b(Launch(db.path(), {}, probe, cluster), db.path(), {}, b_);
+  Child node_a(Launch(da.path(), {}, probe, cluster), da.path(), {}, a_);
+  EXPECT_EQ(node_a.WaitCode(seconds(60)), 0) << node_a.Stderr();
+  EXPECT_EQ(node_b.WaitCode(seconds(60)), 0) << node_b.Stderr();
+  auto w2 = ProbeEnv(db.path(), "w2");
+  EXPECT_EQ(w2["TRAINING_ROLE"], "TRAINER");
+  EXPECT_EQ(w2["PADDLE_TRAINER_ID"], "2");
+  EXPECT_EQ(w2["PADDLE_TRAINERS_NUM"], "3");
+  auto s0 = ProbeEnv(da.path(), "s0");
+  EXPECT_EQ(s0["TRAINING_ROLE"], "PSERVER");
+  EXPECT_EQ(s0["POD_IP"], ip_a_);
+  EXPECT_EQ(s0["PADDLE_PSERVERS_IP_PORT_LIST"], w2["PADDLE_PSERVERS_IP_PORT_LIST"]);
+  EXPECT_EQ(s0["PADDLE_TRAINER_ENDPOINTS"], w2["PADDLE_TRAINER_ENDPOINTS"]);
+  EXPECT_EQ(ReadText(da / "log/endpoints.log"), ReadText(db / "log/endpoints.log"));
+  for (const char* tag : {"w1", "w2", "s1"}) EXPECT_EQ(ReadText(db / (std::string("barrier.") + tag)), "ok");
+  EXPECT_NE(node_a.Stderr().find("all 3 trainers finished; stopping the servers"), std::string::npos);
+  EXPECT_NO_PROBES_LEFT(da.path());
   EXPECT_NO_PROBES_LEFT(db.path());
 }
 
