@@ -3,11 +3,17 @@
 // environment contract, reports. Process-level tests live in tests/launch_*.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <csignal>
 
 #include "flotilla/common/error.h"
 #include "launch/env_contract.h"
 #include "launch/log_file.h"
+#include "launch/net_util.h"
 #include "launch/node_plan.h"
 #include "launch/rendezvous.h"
 #include "launch/report.h"
@@ -166,6 +172,46 @@ TEST(LastLines, KeepsTheEnd) {
   EXPECT_EQ(LastLines("a\nb\nc\n", 2), (std::vector<std::string>{"b", "c"}));
   EXPECT_EQ(LastLines("a\nb", 5), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(LastLines("", 3).empty());
+}
+
+}  // namespace
+}  // namespace flotilla::launch
+
+namespace flotilla::launch {
+namespace {
+
+int BindLoopback(int port, bool reuse_addr) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  if (reuse_addr) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The reservation keeps strangers off the port but lets the child take it.
+TEST(PortReservation, HeldAgainstOthersHandedToTheChild) {
+  PortReservation held = PortReservation::Reserve("127.0.0.1", 0);
+  ASSERT_GT(held.port(), 0);
+  EXPECT_EQ(BindLoopback(held.port(), /*reuse_addr=*/false), -1) << "a plain bind must fail";
+  int child = BindLoopback(held.port(), /*reuse_addr=*/true);
+  ASSERT_GE(child, 0) << "the child's SO_REUSEADDR bind must succeed";
+  ASSERT_EQ(listen(child, 4), 0);
+  // Once the child listens, the port cannot be reserved again.
+  EXPECT_THROW(PortReservation::Reserve("127.0.0.1", held.port()), Unavailable);
+  close(child);
+  EXPECT_THROW(PortReservation::Reserve("not-an-ip", 0), InvalidArgument);
+}
+
+TEST(LocalAddresses, IncludeLoopback) {
+  auto addrs = LocalAddresses();
+  EXPECT_NE(std::find(addrs.begin(), addrs.end(), "127.0.0.1"), addrs.end());
 }
 
 }  // namespace

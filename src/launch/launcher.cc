@@ -64,6 +64,7 @@ int Finish(const ClusterSpec& spec, const RunResult& result) {
 }  // namespace
 
 int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
+  BlockLauncherSignals();  // idempotent; main() already did it before any thread
   ApplyPaddleCloudEnv(options);
   const RunMode mode = SelectRunMode(options);
   NodePlan plan = PlanNode(options, mode);
