@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "flotilla/framework/executor.h"
+#include "flotilla/framework/program.h"
+#include "framework/backward_internal.h"
 #include "framework/ops/opsb_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
@@ -113,6 +116,41 @@ TEST(LookupTableOps, DenseGradSumsRepeatedIds) {
   RunKernel(OpDesc("lookup_table_grad").In("W", {"w"}).In("Ids", {"ids"}).In("Out@GRAD", {"dout"})
                 .Out("W@GRAD", {"dw"}), scope);
   EXPECT_EQ(scope.GetVar("dw").GetTensor().ToVector<float>(), (std::vector<float>{0, 0, 4, 6}));
+}
+
+
+VarDesc& DeclareVar(Block& block, const std::string& name, DType dtype, Dims shape) {
+  VarDesc& v = block.CreateVar(name);
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  return v;
+}
+
+// is_sparse through backward: W@GRAD is declared SelectedRows, and sgd
+// applies it in place to the looked-up rows only (a repeated id adds twice).
+TEST(LookupTableOps, SparseGradFlowsThroughBackwardIntoSgd) {
+  RegisterAllOps();
+  Program program;
+  Block& block = program.global_block();
+  DeclareVar(block, "w", DType::kFloat64, {4, 2}).persistable = true;
+  DeclareVar(block, "lr", DType::kFloat64, {1}).persistable = true;
+  DeclareVar(block, "ids", DType::kInt64, {-1, 1}).stop_gradient = true;
+  block.AppendOp(LookupOp().Set("is_sparse", true));
+  DeclareVar(block, "out@GRAD", DType::kFloat64, {-1, 2});
+  auto grads = internal::AppendBackwardOps(block, {"out"}, {"ids", "lr"});
+  ASSERT_TRUE(grads.count("w"));
+  EXPECT_EQ(block.Var(grads.at("w")).type, VarType::kSelectedRows);
+  block.AppendOp(OpDesc("sgd").In("Param", {"w"}).In("Grad", {grads.at("w")}).In("LearningRate", {"lr"})
+                     .Out("ParamOut", {"w"}));
+  Scope scope;
+  SetTensor(scope, "w", Tensor::FromVector<double>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}));
+  SetTensor(scope, "lr", Tensor::Scalar<double>(.5));
+  Executor exe;
+  exe.Run(program,
+          {{"ids", Tensor::FromVector<int64_t>({2, 0, 2}, {3, 1})},
+           {"out@GRAD", Tensor::FromVector<double>({1, 1, 2, 2, 4, 4}, {3, 2})}},
+          {}, &scope);
+  ExpectValuesNear(scope.GetVar("w").GetTensor(), {0, 1, 3, 4, 2.5, 3.5, 7, 8}, 1e-12, "w");
 }
 
 }  // namespace
