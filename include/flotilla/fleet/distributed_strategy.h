@@ -1,0 +1,73 @@
+// DistributedStrategy: the knobs of distributed training, a protobuf message
+// (src/fleet/distributed_strategy.proto) with Paddle's field names and
+// defaults, wrapped for Paddle-style use:
+//
+//   fleet::DistributedStrategy s;                 // Paddle's defaults
+//   s.set_nccl_comm_num(2);                       // the old name works
+//   s->set_fuse_all_reduce_ops(true);             // any proto field via ->
+//   s->mutable_localsgd_configs()->set_k_steps(4);
+//   auto t = fleet::DistributedStrategy::FromTextFile("strategy.prototxt");
+//
+// A value type; not thread-safe for concurrent mutation.
+#pragma once
+
+#include <string>
+
+#include "fleet/distributed_strategy.pb.h"
+
+namespace flotilla::fleet {
+
+class DistributedStrategy {
+ public:
+  DistributedStrategy() = default;
+  explicit DistributedStrategy(proto::DistributedStrategy p);
+
+  // Parses protobuf text format. Throws InvalidArgument naming the unknown
+  // field (or the line and column of a syntax error) and the source; and for
+  // values out of range (see Validate).
+  static DistributedStrategy FromText(const std::string& text, const std::string& what = "strategy");
+  // Throws NotFound naming `path` when it cannot be read.
+  static DistributedStrategy FromTextFile(const std::string& path);
+  std::string ToText() const;
+
+  proto::DistributedStrategy* operator->() { return &proto_; }
+  const proto::DistributedStrategy* operator->() const { return &proto_; }
+  const proto::DistributedStrategy& proto() const { return proto_; }
+
+  // comm_num, falling back to nccl_comm_num when only that is set.
+  int comm_num() const;
+  void set_comm_num(int n) { proto_.set_comm_num(n); }
+  int nccl_comm_num() const { return comm_num(); }
+  void set_nccl_comm_num(int n) { proto_.set_comm_num(n); }
+
+  bool fuse_all_reduce_ops() const { return proto_.fuse_all_reduce_ops(); }
+  void set_fuse_all_reduce_ops(bool v) { proto_.set_fuse_all_reduce_ops(v); }
+  int fuse_grad_size_in_MB() const { return proto_.fuse_grad_size_in_mb(); }
+  void set_fuse_grad_size_in_MB(int mb) { proto_.set_fuse_grad_size_in_mb(mb); }
+  bool use_hierarchical_allreduce() const { return proto_.use_hierarchical_allreduce(); }
+  void set_use_hierarchical_allreduce(bool v) { proto_.set_use_hierarchical_allreduce(v); }
+  bool localsgd() const { return proto_.localsgd(); }
+  void set_localsgd(bool v) { proto_.set_localsgd(v); }
+  const proto::LocalSGDConfig& localsgd_configs() const { return proto_.localsgd_configs(); }
+  proto::LocalSGDConfig& localsgd_configs() { return *proto_.mutable_localsgd_configs(); }
+  bool gradient_merge() const { return proto_.gradient_merge(); }
+  void set_gradient_merge(bool v) { proto_.set_gradient_merge(v); }
+  const proto::GradientMergeConfig& gradient_merge_configs() const { return proto_.gradient_merge_configs(); }
+  proto::GradientMergeConfig& gradient_merge_configs() { return *proto_.mutable_gradient_merge_configs(); }
+  const proto::ExecutionStrategy& exec_strategy() const { return proto_.exec_strategy(); }
+  proto::ExecutionStrategy& exec_strategy() { return *proto_.mutable_exec_strategy(); }
+  bool a_sync() const { return proto_.a_sync(); }
+  void set_a_sync(bool v) { proto_.set_a_sync(v); }
+  const proto::AsyncConfig& a_sync_configs() const { return proto_.a_sync_configs(); }
+  proto::AsyncConfig& a_sync_configs() { return *proto_.mutable_a_sync_configs(); }
+
+  // Throws InvalidArgument naming the first field out of range (comm_num < 1,
+  // fuse_grad_size_in_MB < 1, k_steps < 1, begin_step < 1, localsgd together
+  // with gradient_merge).
+  void Validate() const;
+
+ private:
+  proto::DistributedStrategy proto_;
+};
+
+}  // namespace flotilla::fleet

@@ -1,0 +1,105 @@
+// Role makers: where a process learns its place in a job (Paddle's
+// fluid.incubate.fleet.base.role_maker).
+//
+//   PaddleCloudRoleMaker role(/*is_collective=*/true);   // from the env contract
+//   fleet::init(role);
+//
+// Every role maker reads its source when constructed and throws
+// InvalidArgument / NotFound naming the variable that is missing or
+// malformed, so a misconfigured job fails at its first line. Role makers are
+// immutable values after construction; copying them is cheap and safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace flotilla::fleet {
+
+enum class Role { kWorker, kServer };
+
+// What every role maker produces.
+struct RoleInfo {
+  Role role = Role::kWorker;
+  bool is_collective = true;
+  int worker_index = 0;   // rank among workers (workers only)
+  int worker_num = 1;
+  int server_index = -1;  // index in server_endpoints (servers only)
+  std::vector<std::string> worker_endpoints;  // "host:port", may be empty
+  std::vector<std::string> server_endpoints;
+  std::string current_endpoint;               // may be empty
+  // Where the workers meet: "host:port" of a TCP store, "file:/dir" of a
+  // FileStore, or empty (only a one-worker job may leave it empty).
+  std::string store_address;
+  // Key prefix that keeps jobs sharing one store apart.
+  std::string job_id;
+  // Groups ranks by machine for hierarchical all-reduce; empty = hostname.
+  std::string host_id;
+};
+
+class RoleMaker {
+ public:
+  virtual ~RoleMaker() = default;
+  const RoleInfo& info() const { return info_; }
+
+  bool is_worker() const { return info_.role == Role::kWorker; }
+  bool is_server() const { return info_.role == Role::kServer; }
+  bool is_first_worker() const { return is_worker() && info_.worker_index == 0; }
+  int worker_index() const { return info_.worker_index; }
+  int server_index() const { return info_.server_index; }
+  int worker_num() const { return info_.worker_num; }
+  int server_num() const { return static_cast<int>(info_.server_endpoints.size()); }
+  const std::vector<std::string>& worker_endpoints() const { return info_.worker_endpoints; }
+  const std::vector<std::string>& server_endpoints() const { return info_.server_endpoints; }
+  const std::string& current_endpoint() const { return info_.current_endpoint; }
+  virtual std::string name() const = 0;
+
+ protected:
+  RoleInfo info_;
+};
+
+// Reads the Paddle environment contract (docs/env.md).
+// Collective: PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM (required),
+// PADDLE_TRAINER_ENDPOINTS, PADDLE_CURRENT_ENDPOINT, PADDLE_MASTER (the
+// store), FLOTILLA_JOB_ID, FLOTILLA_HOST_ID (optional).
+// Parameter server: TRAINING_ROLE (TRAINER|PSERVER), PADDLE_PSERVERS_IP_PORT_LIST,
+// PADDLE_TRAINERS_NUM; trainers add PADDLE_TRAINER_ID, servers POD_IP and
+// PADDLE_PORT (their endpoint must be in the server list).
+class PaddleCloudRoleMaker : public RoleMaker {
+ public:
+  explicit PaddleCloudRoleMaker(bool is_collective = false);
+  std::string name() const override { return "PaddleCloudRoleMaker"; }
+
+ private:
+  void ReadCollective();
+  void ReadParameterServer();
+};
+
+// A role given in code, for tests and custom clusters. Throws InvalidArgument
+// when current_id is out of range for the role.
+class UserDefinedRoleMaker : public RoleMaker {
+ public:
+  UserDefinedRoleMaker(int current_id, Role role, int worker_num,
+                       std::vector<std::string> server_endpoints = {},
+                       std::vector<std::string> worker_endpoints = {},
+                       std::string store_address = "");
+  std::string name() const override { return "UserDefinedRoleMaker"; }
+
+  // Tests simulate several machines on one: set before fleet::init.
+  UserDefinedRoleMaker& set_host_id(std::string host_id);
+  UserDefinedRoleMaker& set_job_id(std::string job_id);
+};
+
+// Under `mpirun -np N`: rank from OMPI_COMM_WORLD_RANK, size from
+// OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK checked (all required).
+// Every rank is a collective worker. The workers meet through, in order:
+// FLOTILLA_STORE ("host:port" or "file:/dir"), PADDLE_MASTER, else a
+// FileStore in $TMPDIR (default /tmp) named after the MPI job
+// (OMPI_MCA_ess_base_jobid or PMIX_NAMESPACE) — which suits one host or a
+// shared file system.
+class MPISymetricRoleMaker : public RoleMaker {
+ public:
+  MPISymetricRoleMaker();
+  std::string name() const override { return "MPISymetricRoleMaker"; }
+};
+
+}  // namespace flotilla::fleet

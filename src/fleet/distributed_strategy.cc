@@ -1,0 +1,76 @@
+#include "flotilla/fleet/distributed_strategy.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/file_util.h"
+
+namespace flotilla::fleet {
+
+namespace {
+
+// Keeps the parser's first error ("... has no field named \"x\"") with its
+// position, for the exception.
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (message_.empty()) message_ = StrCat("line ", line + 1, ":", column + 1, ": ", message);
+  }
+  void AddWarning(int line, int column, const std::string& message) override {}
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string message_;
+};
+
+void CheckAtLeast(int64_t value, int64_t min, const char* field) {
+  FLOTILLA_CHECK(value >= min, InvalidArgument, "DistributedStrategy.", field, "=", value,
+                 " must be at least ", min);
+}
+
+}  // namespace
+
+DistributedStrategy::DistributedStrategy(proto::DistributedStrategy p) : proto_(std::move(p)) {}
+
+DistributedStrategy DistributedStrategy::FromText(const std::string& text, const std::string& what) {
+  proto::DistributedStrategy p;
+  FirstError errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &p)) {
+    FLOTILLA_THROW(InvalidArgument, "cannot parse ", what, " as a DistributedStrategy: ",
+                   errors.message());
+  }
+  DistributedStrategy s(std::move(p));
+  s.Validate();
+  return s;
+}
+
+DistributedStrategy DistributedStrategy::FromTextFile(const std::string& path) {
+  return FromText(ReadFile(path), path);
+}
+
+std::string DistributedStrategy::ToText() const {
+  std::string out;
+  google::protobuf::TextFormat::PrintToString(proto_, &out);
+  return out;
+}
+
+int DistributedStrategy::comm_num() const {
+  if (!proto_.has_comm_num() && proto_.has_nccl_comm_num()) return proto_.nccl_comm_num();
+  return proto_.comm_num();
+}
+
+void DistributedStrategy::Validate() const {
+  CheckAtLeast(comm_num(), 1, "comm_num");
+  CheckAtLeast(proto_.fuse_grad_size_in_mb(), 1, "fuse_grad_size_in_MB");
+  CheckAtLeast(proto_.hierarchical_allreduce_inter_nranks(), 0, "hierarchical_allreduce_inter_nranks");
+  CheckAtLeast(proto_.localsgd_configs().k_steps(), 1, "localsgd_configs.k_steps");
+  CheckAtLeast(proto_.localsgd_configs().begin_step(), 1, "localsgd_configs.begin_step");
+  CheckAtLeast(proto_.gradient_merge_configs().k_steps(), 1, "gradient_merge_configs.k_steps");
+  FLOTILLA_CHECK(!(proto_.localsgd() && proto_.gradient_merge()), InvalidArgument,
+                 "DistributedStrategy: localsgd and gradient_merge cannot both be on");
+}
+
+}  // namespace flotilla::fleet

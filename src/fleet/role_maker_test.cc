@@ -1,0 +1,167 @@
+#include "flotilla/fleet/role_maker.h"
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include <gtest/gtest.h>
+
+#include "flotilla/common/error.h"
+
+namespace flotilla::fleet {
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+// Sets variables for one test and restores them afterwards; every variable
+// a role maker reads is cleared first so the host environment cannot leak in.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::map<std::string, std::string>& vars) {
+    for (const char* name : kAll) Save(name), unsetenv(name);
+    for (const auto& [k, v] : vars) Save(k), setenv(k.c_str(), v.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const auto& [k, v] : saved_) {
+      if (v) setenv(k.c_str(), v->c_str(), 1); else unsetenv(k.c_str());
+    }
+  }
+
+ private:
+  void Save(const std::string& k) {
+    if (saved_.count(k)) return;
+    const char* v = getenv(k.c_str());
+    saved_[k] = v ? std::optional<std::string>(v) : std::nullopt;
+  }
+  static constexpr const char* kAll[] = {
+      "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ENDPOINTS",
+      "PADDLE_CURRENT_ENDPOINT", "PADDLE_MASTER", "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST",
+      "PADDLE_PORT", "POD_IP", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+      "OMPI_COMM_WORLD_LOCAL_RANK", "FLOTILLA_STORE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
+      "FLOTILLA_JOB_ID", "FLOTILLA_HOST_ID", "PADDLE_JOB_ID"};
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+template <typename Fn>
+std::string ErrorOf(Fn fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PaddleCloudRoleMaker, CollectiveReadsTheContract) {
+  ScopedEnv env({{"PADDLE_TRAINER_ID", "1"}, {"PADDLE_TRAINERS_NUM", "2"},
+                 {"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:6170,127.0.0.1:6171"},
+                 {"PADDLE_CURRENT_ENDPOINT", "127.0.0.1:6171"}, {"PADDLE_MASTER", "127.0.0.1:6000"}});
+  PaddleCloudRoleMaker role(true);
+  EXPECT_TRUE(role.is_worker());
+  EXPECT_FALSE(role.is_server());
+  EXPECT_FALSE(role.is_first_worker());
+  EXPECT_EQ(role.worker_index(), 1);
+  EXPECT_EQ(role.worker_num(), 2);
+  EXPECT_EQ(role.worker_endpoints().size(), 2u);
+  EXPECT_EQ(role.current_endpoint(), "127.0.0.1:6171");
+  EXPECT_EQ(role.info().store_address, "127.0.0.1:6000");
+}
+
+TEST(PaddleCloudRoleMaker, MissingOrMalformedVariablesAreNamed) {
+  {
+    ScopedEnv env(Vars{{"PADDLE_TRAINERS_NUM", "2"}});
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true); }).find("PADDLE_TRAINER_ID"), std::string::npos);
+  }
+  {
+    ScopedEnv env({{"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", "two"}});
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true); }).find("PADDLE_TRAINERS_NUM"), std::string::npos);
+  }
+  {
+    ScopedEnv env({{"PADDLE_TRAINER_ID", "2"}, {"PADDLE_TRAINERS_NUM", "2"}});
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true); }).find("PADDLE_TRAINER_ID=2"), std::string::npos);
+  }
+  {
+    ScopedEnv env({{"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", "2"},
+                   {"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:1,nonsense"}});
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true); }).find("PADDLE_TRAINER_ENDPOINTS"), std::string::npos);
+  }
+  {
+    ScopedEnv env({{"PADDLE_TRAINER_ID", "0"}, {"PADDLE_TRAINERS_NUM", "3"},
+                   {"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:1,127.0.0.1:2"}});
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true); }).find("lists 2 endpoints"), std::string::npos);
+  }
+}
+
+TEST(PaddleCloudRoleMaker, ParameterServerRoles) {
+  const std::map<std::string, std::string> common = {
+      {"PADDLE_PSERVERS_IP_PORT_LIST", "127.0.0.1:7000,127.0.0.1:7001"}, {"PADDLE_TRAINERS_NUM", "2"}};
+  {
+    auto vars = common;
+    vars.insert({{"TRAINING_ROLE", "PSERVER"}, {"POD_IP", "127.0.0.1"}, {"PADDLE_PORT", "7001"}});
+    ScopedEnv env(vars);
+    PaddleCloudRoleMaker role(false);
+    EXPECT_TRUE(role.is_server());
+    EXPECT_EQ(role.server_index(), 1);
+    EXPECT_EQ(role.server_num(), 2);
+    EXPECT_EQ(role.current_endpoint(), "127.0.0.1:7001");
+  }
+  {
+    auto vars = common;
+    vars.insert({{"TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", "0"}});
+    ScopedEnv env(vars);
+    PaddleCloudRoleMaker role(false);
+    EXPECT_TRUE(role.is_first_worker());
+    EXPECT_EQ(role.worker_num(), 2);
+  }
+  {
+    auto vars = common;
+    vars.insert({{"TRAINING_ROLE", "PSERVER"}, {"POD_IP", "127.0.0.1"}, {"PADDLE_PORT", "7005"}});
+    ScopedEnv env(vars);
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(false); }).find("PADDLE_PSERVERS_IP_PORT_LIST"), std::string::npos);
+  }
+  {
+    auto vars = common;
+    vars.insert({{"TRAINING_ROLE", "BOSS"}});
+    ScopedEnv env(vars);
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(false); }).find("TRAINING_ROLE"), std::string::npos);
+  }
+  {
+    ScopedEnv env({{"TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", "2"}});
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(false); }).find("PADDLE_PSERVERS_IP_PORT_LIST"), std::string::npos);
+  }
+}
+
+TEST(UserDefinedRoleMaker, WorkerAndServer) {
+  UserDefinedRoleMaker worker(1, Role::kWorker, 3);
+  EXPECT_EQ(worker.worker_index(), 1);
+  EXPECT_EQ(worker.worker_num(), 3);
+  EXPECT_TRUE(worker.info().is_collective);
+  UserDefinedRoleMaker server(0, Role::kServer, 2, {"127.0.0.1:1", "127.0.0.1:2"});
+  EXPECT_TRUE(server.is_server());
+  EXPECT_EQ(server.current_endpoint(), "127.0.0.1:1");
+  EXPECT_NE(ErrorOf([] { UserDefinedRoleMaker r(3, Role::kWorker, 3); }).find("current_id=3"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { UserDefinedRoleMaker r(0, Role::kWorker, 0); }).find("worker_num=0"), std::string::npos);
+}
+
+TEST(MPISymetricRoleMaker, ReadsOpenMpiVariables) {
+  {
+    ScopedEnv env({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_MCA_ess_base_jobid", "42"}});
+    MPISymetricRoleMaker role;
+    EXPECT_EQ(role.worker_index(), 1);
+    EXPECT_EQ(role.worker_num(), 2);
+    EXPECT_EQ(role.info().store_address.rfind("file:", 0), 0u);
+    EXPECT_NE(role.info().store_address.find("flotilla-mpi-42"), std::string::npos);
+  }
+  {
+    ScopedEnv env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+    EXPECT_NE(ErrorOf([] { MPISymetricRoleMaker r; }).find("OMPI_COMM_WORLD_LOCAL_RANK"), std::string::npos);
+  }
+  {
+    ScopedEnv env(Vars{{"OMPI_COMM_WORLD_SIZE", "2"}});
+    EXPECT_NE(ErrorOf([] { MPISymetricRoleMaker r; }).find("OMPI_COMM_WORLD_RANK"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace flotilla::fleet
