@@ -5,7 +5,9 @@
 // square differentiates through X. Each activation is a functor struct whose
 // static inline functions the shared loops instantiate, so the per-element
 // work is inlined (no virtual or std::function calls per element).
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -24,12 +26,22 @@ struct Relu {
   template <typename T> static T Grad(T out, T g) { return out > T(0) ? g : T(0); }
 };
 
+// Clamps |x| to k in the integer domain: a float comparison would keep the
+// compiler from vectorising (it may trap under strict IEEE rules), integer
+// ones do not. NaN passes through unchanged.
+inline float ClampMagnitude(float x, float k) {
+  const int32_t bits = std::bit_cast<int32_t>(x);
+  const int32_t mag = bits & 0x7fffffff, limit = std::bit_cast<int32_t>(k);
+  const int32_t clamped = mag < limit ? mag : limit;
+  const int32_t kept = mag > 0x7f800000 ? mag : clamped;
+  return std::bit_cast<float>((bits & static_cast<int32_t>(0x80000000u)) | kept);
+}
+
 // tanh for float as a clamped rational polynomial (the approximation Eigen
 // uses): plain arithmetic the compiler vectorises, within a few ulp of
 // std::tanh, where a libm call per element would dominate an mlp step.
 inline float FastTanh(float x) {
-  constexpr float kClamp = 7.90531110763549805f;  // |tanh| rounds to 1 beyond
-  x = x < -kClamp ? -kClamp : (x > kClamp ? kClamp : x);
+  x = ClampMagnitude(x, 7.90531110763549805f);  // |tanh| rounds to 1 beyond
   const float x2 = x * x;
   float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
   p = p * x2 + -8.60467152213735e-11f;

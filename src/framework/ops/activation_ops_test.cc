@@ -76,6 +76,14 @@ TEST(ActivationOps, FloatTanhStaysWithinFewUlpOfLibm) {
   }
 }
 
+TEST(ActivationOps, FloatTanhKeepsNaNAndSaturates) {
+  auto x = Tensor::FromVector<float>({NAN, INFINITY, -INFINITY}, {3});
+  auto out = RunOp(Unary("tanh"), {{"x", x}}).at("out").ToVector<float>();
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_NEAR(out[1], 1.0f, 1e-6f);
+  EXPECT_NEAR(out[2], -1.0f, 1e-6f);
+}
+
 TEST(ActivationOps, DoubleTanhIsExact) {
   auto out = RunOp(Unary("tanh"), {{"x", Tensor::FromVector<double>({0.3, -4}, {2})}}).at("out");
   EXPECT_EQ(out.ToVector<double>(), (std::vector<double>{std::tanh(0.3), std::tanh(-4.0)}));
