@@ -1,0 +1,117 @@
+// PsClient: a trainer's connection to every parameter server.
+//
+// Dense parameters are addressed by name and sliced internally with
+// SliceDense (the same function the servers use); sparse rows are routed by
+// the options' slicer. Every call fans out to the servers concerned in
+// parallel and returns when all have answered.
+//
+// Failure: each RPC attempt has a deadline (rpc_timeout); an unreachable
+// server is retried with backoff until retry_timeout has passed, then the
+// call throws Unavailable (or DeadlineExceeded) naming the server endpoint.
+// A server that rejects a request raises the matching flotilla::Error with
+// the server's message; a wrong token raises InvalidArgument saying so.
+//
+// Thread-safety: all methods may be called concurrently (the communicators
+// push and pull from their own threads).
+#pragma once
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "flotilla/core/selected_rows.h"
+#include "flotilla/core/tensor.h"
+#include "flotilla/ps/slicing.h"
+
+namespace flotilla::ps {
+
+struct PsClientOptions {
+  std::chrono::milliseconds rpc_timeout{std::chrono::seconds(30)};    // per attempt
+  std::chrono::milliseconds retry_timeout{std::chrono::seconds(30)};  // total for one server
+  int max_attempts = 30;
+  // Barrier attempts wait this long (must exceed the servers' barrier_timeout).
+  std::chrono::milliseconds barrier_timeout{std::chrono::minutes(11)};
+  std::string token;  // sent with every request when non-empty
+  SparseSlicer slicer = ModSlicer;
+  int64_t min_block_size = kMinBlockSize;  // must match the servers' tables
+};
+
+// A dense variable for batched calls. For pulls `value` is the destination
+// (float32; its shape gives numel); for pushes, the gradient or values.
+struct DenseVar {
+  std::string name;
+  Tensor value;
+  int64_t row_width = 1;  // product of dims[1:], as the table was created with
+};
+
+class PsClient {
+ public:
+  // Connects lazily: no RPC happens until the first call.
+  PsClient(std::vector<std::string> endpoints, int trainer_id, int num_trainers,
+           PsClientOptions options = {});
+  ~PsClient();
+  PsClient(const PsClient&) = delete;
+  PsClient& operator=(const PsClient&) = delete;
+
+  int trainer_id() const;
+  int num_trainers() const;
+  int num_servers() const;
+  const std::vector<std::string>& endpoints() const;
+  const PsClientOptions& options() const;
+
+  // ---- dense ----
+  // Fills each var.value (float32, shape set by the caller) from the servers.
+  void PullDense(std::span<DenseVar> vars);
+  void PullDense(const std::string& name, Tensor* value, int64_t row_width = 1);
+  // Sends gradients: applied at once (async) or added to the step's sync
+  // round, applied at the next Barrier().
+  void PushDense(std::span<const DenseVar> grads);
+  void PushDense(const std::string& name, const Tensor& grad, int64_t row_width = 1);
+  // Overwrites the servers' values (trainer 0 seeding the servers).
+  void InitDense(std::span<const DenseVar> values);
+  // GEO: the servers add `delta` to their values.
+  void PushDenseDelta(std::span<const DenseVar> deltas);
+
+  // ---- sparse ----
+  // Returns rows [keys.size(), dim] (rows unknown to a server are created
+  // with its initializer). An empty key list returns a [0, 0] tensor.
+  Tensor PullSparse(const std::string& name, std::span<const int64_t> keys);
+  // grads is [keys.size(), dim] float32. Keys may repeat.
+  void PushSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& grads);
+  void PushSparse(const std::string& name, const SelectedRows& grads);
+  void InitSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& values);
+  void PushSparseDelta(const std::string& name, std::span<const int64_t> keys, const Tensor& deltas);
+
+  // ---- async variants: run on a background thread; the future rethrows ----
+  // The tensors are shared, not copied: do not modify them until the future is ready.
+  std::future<void> PushDenseAsync(std::vector<DenseVar> grads);
+  std::future<void> PushSparseAsync(std::string name, std::vector<int64_t> keys, Tensor grads);
+  std::future<Tensor> PullSparseAsync(std::string name, std::vector<int64_t> keys);
+
+  // ---- control ----
+  // Blocks until every unfinished trainer has reached the barrier on every
+  // server. In sync mode the servers apply the step's averaged gradients
+  // before releasing, so a pull after Barrier() sees the new values.
+  void Barrier();
+  // Every server saves / loads its tables under dir (a path on the servers).
+  void Save(const std::string& dir);
+  void Load(const std::string& dir);
+  // Tells every server this trainer is done (Executor::close()); idempotent.
+  // Servers whose trainers have all finished leave PsServer::Run().
+  void Finish();
+  // Asks every server to stop serving now.
+  void StopServers();
+  // Transport baseline for benchmarks: sends `payload` to server `server`
+  // and returns the echoed bytes.
+  std::string Echo(int server, const std::string& payload);
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace flotilla::ps

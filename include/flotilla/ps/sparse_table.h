@@ -1,0 +1,77 @@
+// SparseTable: rows of a [*, dim] embedding keyed by int64 ids, created on
+// first pull with the table's initializer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flotilla/ps/initializer.h"
+#include "flotilla/ps/update_rule.h"
+
+namespace flotilla::ps {
+
+struct SparseTableConfig {
+  std::string name;
+  int64_t dim = 0;
+  std::shared_ptr<const UpdateRule> rule;  // required
+  InitializerConfig initializer;           // default: zeros
+  int num_shards = 16;  // internal lock shards; more shards, less contention
+};
+
+// The rows one server holds. Rows are split over internal shards by a hash
+// of the key, each shard with its own mutex, so pulls and pushes of
+// different keys run in parallel. Every method is thread-safe. Spans of
+// values are row-major [keys.size(), dim]; a wrong length throws
+// InvalidArgument. Keys may repeat; repeated keys are applied in order.
+class SparseTable {
+ public:
+  explicit SparseTable(SparseTableConfig config);
+  ~SparseTable();
+  SparseTable(const SparseTable&) = delete;
+  SparseTable& operator=(const SparseTable&) = delete;
+
+  const std::string& name() const { return config_.name; }
+  int64_t dim() const { return config_.dim; }
+  const UpdateRule& rule() const { return *config_.rule; }
+  // Number of rows created so far.
+  int64_t size() const;
+
+  // Copies rows into out, creating missing rows with the initializer.
+  void Pull(std::span<const int64_t> keys, std::span<float> out);
+  // Applies the update rule to each row now (async mode); missing rows are
+  // created first.
+  void Push(std::span<const int64_t> keys, std::span<const float> grads);
+  // Adds to the pending per-row sums (sync mode); see ApplyPending.
+  void Accumulate(std::span<const int64_t> keys, std::span<const float> grads);
+  // Applies (pending sum / divisor) to every row that received gradients
+  // since the last call, then clears the sums.
+  void ApplyPending(int divisor);
+  // row += delta (GEO).
+  void PushDelta(std::span<const int64_t> keys, std::span<const float> deltas);
+  // Overwrites rows (state kept or created).
+  void Set(std::span<const int64_t> keys, std::span<const float> values);
+
+  // Binary image of all rows (values and state), sorted by key, and its
+  // inverse (replacing all rows). Deserialize throws Corruption naming
+  // `what` when the image does not match this table.
+  std::string Serialize() const;
+  void Deserialize(std::string_view image, const std::string& what);
+
+ private:
+  struct Shard;
+  size_t ShardIndex(int64_t key) const;
+  Shard& ShardOf(int64_t key) const;
+  template <typename Fn>
+  void ForEachRow(std::span<const int64_t> keys, Fn&& fn);
+  void CheckSpan(size_t keys, size_t values, const char* op) const;
+
+  SparseTableConfig config_;
+  int64_t state_size_ = 0;  // floats of rule state per row
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace flotilla::ps

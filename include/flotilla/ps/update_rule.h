@@ -1,0 +1,51 @@
+// Update rules: how a server applies a gradient (or a GEO delta) to the values
+// it holds. Tables receive a rule as a policy object; rules are stateless and
+// keep their per-entry optimizer state in a span the table owns beside the
+// values (a dense block or a sparse row), so one rule serves every entry.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace flotilla::ps {
+
+// Thread-safe: Apply may run concurrently on different entries.
+class UpdateRule {
+ public:
+  virtual ~UpdateRule() = default;
+  // "sgd", "adagrad", "adam", "geo_sum"; recorded in saved tables.
+  virtual std::string name() const = 0;
+  // Floats of state kept beside an entry of `dim` values.
+  virtual int64_t StateSize(int64_t dim) const = 0;
+  // Sets fresh state for an entry of `dim` values (state.size() == StateSize(dim)).
+  virtual void InitState(int64_t dim, std::span<float> state) const;
+  // value -= f(grad, state). grad.size() == value.size().
+  virtual void Apply(std::span<float> value, std::span<float> state,
+                     std::span<const float> grad) const = 0;
+};
+
+struct UpdateRuleConfig {
+  enum class Kind { kSgd, kAdagrad, kAdam, kGeoSum };
+  Kind kind = Kind::kSgd;
+  float learning_rate = 0.01f;
+  float beta1 = 0.9f, beta2 = 0.999f;  // Adam
+  float epsilon = 1e-8f;               // Adam; Adagrad uses epsilon too (Paddle: 1e-6)
+  float initial_accumulator = 0.0f;    // Adagrad
+
+  static UpdateRuleConfig Sgd(float lr);
+  static UpdateRuleConfig Adagrad(float lr, float epsilon = 1e-6f);
+  static UpdateRuleConfig Adam(float lr, float beta1 = 0.9f, float beta2 = 0.999f,
+                               float epsilon = 1e-8f);
+  static UpdateRuleConfig GeoSum();
+};
+
+// SGD:     p -= lr * g
+// Adagrad: m += g*g;  p -= lr * g / (sqrt(m) + eps)           (Paddle's adagrad op)
+// Adam:    b1p *= b1; b2p *= b2; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g*g;
+//          p -= lr * sqrt(1-b2p)/(1-b1p) * m / (sqrt(v) + eps)  (Paddle's adam op)
+// GeoSum:  p += g   (g is a parameter delta pushed by a GEO trainer)
+std::shared_ptr<const UpdateRule> MakeUpdateRule(const UpdateRuleConfig& config);
+
+}  // namespace flotilla::ps

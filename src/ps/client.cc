@@ -1,0 +1,375 @@
+#include "flotilla/ps/client.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "flotilla/common/enforce.h"
+#include "ps/payload.h"
+#include "ps/rpc_fanout.h"
+
+namespace flotilla::ps {
+
+using Stub = rpc::PsService::Stub;
+using Done = std::function<void(grpc::Status)>;
+
+class PsClient::Impl {
+ public:
+  Impl(std::vector<std::string> eps, int trainer_id, int num_trainers, PsClientOptions opts)
+      : endpoints(std::move(eps)), trainer_id(trainer_id), num_trainers(num_trainers),
+        options(std::move(opts)), fanout(endpoints, options) {}
+
+  // One request per server holding a block of any var; values copied in when `with_values`.
+  std::vector<rpc::PushDenseRequest> SplitDense(std::span<const DenseVar> vars, bool with_values) const;
+  void SendDense(const char* method, std::vector<rpc::PushDenseRequest>& reqs, rpc::DenseWrite write);
+  void SendSparse(const char* method, const std::string& name, std::span<const int64_t> keys,
+                  const Tensor& values, rpc::DenseWrite write, bool delta);
+  // Per-server requests of a key list: keys and the rows' positions in the caller's order.
+  struct SparseSplit {
+    std::vector<std::vector<int64_t>> keys;
+    std::vector<std::vector<size_t>> positions;
+  };
+  SparseSplit SplitKeys(std::span<const int64_t> keys) const;
+
+  std::vector<std::string> endpoints;
+  int trainer_id;
+  int num_trainers;
+  PsClientOptions options;
+  RpcFanout fanout;
+  std::atomic<bool> finished{false};
+};
+
+namespace {
+
+const float* FloatData(const Tensor& t, const std::string& name) {
+  FLOTILLA_ENFORCE(t.dtype() == DType::kFloat32, "parameter '", name, "' must be float32, got ",
+                   DTypeName(t.dtype()));
+  return t.data<float>();
+}
+
+}  // namespace
+
+std::vector<rpc::PushDenseRequest> PsClient::Impl::SplitDense(std::span<const DenseVar> vars,
+                                                              bool with_values) const {
+  std::vector<rpc::PushDenseRequest> reqs(endpoints.size());
+  for (const DenseVar& var : vars) {
+    const float* data = with_values ? FloatData(var.value, var.name) : nullptr;
+    for (const DenseBlock& b : SliceDense(var.name, var.value.numel(), endpoints.size(),
+                                          var.row_width, options.min_block_size)) {
+      auto* block = reqs[b.server].add_blocks();
+      block->set_table(var.name);
+      block->set_block_id(b.id);
+      if (data) AssignBytes<float>(block->mutable_values(), {data + b.offset, size_t(b.length)});
+    }
+  }
+  for (auto& r : reqs) r.set_trainer_id(trainer_id);
+  return reqs;
+}
+
+void PsClient::Impl::SendDense(const char* method, std::vector<rpc::PushDenseRequest>& reqs,
+                               rpc::DenseWrite write) {
+  std::vector<rpc::Ack> acks(reqs.size());
+  std::vector<ServerCall> calls;
+  for (size_t s = 0; s < reqs.size(); ++s) {
+    if (reqs[s].blocks_size() == 0) continue;
+    reqs[s].set_write(write);
+    calls.push_back({int(s), [req = &reqs[s], ack = &acks[s]](Stub* stub, grpc::ClientContext* ctx,
+                                                             Done done) {
+                       stub->async()->PushDense(ctx, req, ack, std::move(done));
+                     }});
+  }
+  fanout.Run(method, calls);
+}
+
+PsClient::Impl::SparseSplit PsClient::Impl::SplitKeys(std::span<const int64_t> keys) const {
+  SparseSplit split;
+  const int n = static_cast<int>(endpoints.size());
+  split.keys.resize(n);
+  split.positions.resize(n);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const int s = options.slicer(keys[i], n);
+    FLOTILLA_ENFORCE(s >= 0 && s < n, "sparse slicer put key ", keys[i], " on server ", s,
+                     ", outside [0, ", n, ")");
+    split.keys[s].push_back(keys[i]);
+    split.positions[s].push_back(i);
+  }
+  return split;
+}
+
+void PsClient::Impl::SendSparse(const char* method, const std::string& name,
+                                std::span<const int64_t> keys, const Tensor& values,
+                                rpc::DenseWrite write, bool delta) {
+  const float* data = FloatData(values, name);
+  const int64_t dim = keys.empty() ? 0 : values.numel() / static_cast<int64_t>(keys.size());
+  FLOTILLA_ENFORCE_EQ(values.numel(), dim * static_cast<int64_t>(keys.size()), method, " '", name,
+                      "': values must be [keys, dim]");
+  SparseSplit split = SplitKeys(keys);
+  std::vector<rpc::PushSparseRequest> reqs(endpoints.size());
+  std::vector<rpc::PushDeltaRequest> deltas(endpoints.size());
+  std::vector<rpc::Ack> acks(endpoints.size());
+  std::vector<ServerCall> calls;
+  for (size_t s = 0; s < endpoints.size(); ++s) {
+    if (split.keys[s].empty()) continue;
+    rpc::SparseRowsData* rows = delta ? deltas[s].add_sparse() : reqs[s].add_tables();
+    rows->set_table(name);
+    AssignBytes<int64_t>(rows->mutable_keys(), split.keys[s]);
+    auto out = ResizeAs<float>(rows->mutable_values(), split.keys[s].size() * dim);
+    for (size_t j = 0; j < split.positions[s].size(); ++j) {
+      std::memcpy(out.data() + j * dim, data + split.positions[s][j] * dim, dim * sizeof(float));
+    }
+    reqs[s].set_trainer_id(trainer_id);
+    reqs[s].set_write(write);
+    deltas[s].set_trainer_id(trainer_id);
+    calls.push_back({int(s), [delta, req = &reqs[s], dreq = &deltas[s], ack = &acks[s]](
+                                 Stub* stub, grpc::ClientContext* ctx, Done done) {
+                       if (delta) {
+                         stub->async()->PushDelta(ctx, dreq, ack, std::move(done));
+                       } else {
+                         stub->async()->PushSparse(ctx, req, ack, std::move(done));
+                       }
+                     }});
+  }
+  fanout.Run(method, calls);
+}
+
+// ---- PsClient ----
+
+PsClient::PsClient(std::vector<std::string> endpoints, int trainer_id, int num_trainers,
+                   PsClientOptions options) {
+  FLOTILLA_ENFORCE(!endpoints.empty(), "PsClient needs at least one server endpoint");
+  FLOTILLA_ENFORCE(trainer_id >= 0 && trainer_id < num_trainers, "trainer id ", trainer_id,
+                   " is outside [0, ", num_trainers, ")");
+  impl_ = std::make_unique<Impl>(std::move(endpoints), trainer_id, num_trainers, std::move(options));
+}
+
+PsClient::~PsClient() = default;
+
+int PsClient::trainer_id() const { return impl_->trainer_id; }
+int PsClient::num_trainers() const { return impl_->num_trainers; }
+int PsClient::num_servers() const { return static_cast<int>(impl_->endpoints.size()); }
+const std::vector<std::string>& PsClient::endpoints() const { return impl_->endpoints; }
+const PsClientOptions& PsClient::options() const { return impl_->options; }
+
+void PsClient::PullDense(std::span<DenseVar> vars) {
+  auto reqs = impl_->SplitDense(vars, false);
+  std::vector<rpc::PullDenseRequest> pulls(reqs.size());
+  std::vector<rpc::PullDenseResponse> resps(reqs.size());
+  std::vector<ServerCall> calls;
+  for (size_t s = 0; s < reqs.size(); ++s) {
+    if (reqs[s].blocks_size() == 0) continue;
+    pulls[s].set_trainer_id(impl_->trainer_id);
+    pulls[s].mutable_blocks()->Swap(reqs[s].mutable_blocks());
+    calls.push_back({int(s), [req = &pulls[s], resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx,
+                                                                Done done) {
+                       stub->async()->PullDense(ctx, req, resp, std::move(done));
+                     }});
+  }
+  impl_->fanout.Run("PullDense", calls);
+  for (DenseVar& var : vars) {
+    float* out = var.value.mutable_data<float>();
+    for (const DenseBlock& b : SliceDense(var.name, var.value.numel(), num_servers(), var.row_width,
+                                          impl_->options.min_block_size)) {
+      const rpc::PullDenseResponse& resp = resps[b.server];
+      const rpc::DenseBlockData* got = nullptr;
+      for (const auto& blk : resp.blocks()) {
+        if (blk.table() == var.name && blk.block_id() == b.id) got = &blk;
+      }
+      FLOTILLA_CHECK(got != nullptr, Internal, "parameter server ", impl_->endpoints[b.server],
+                     " did not return block ", b.id, " of '", var.name, "'");
+      auto values = AsSpan<float>(got->values(), "block of '" + var.name + "'");
+      FLOTILLA_ENFORCE_EQ(static_cast<int64_t>(values.size()), b.length, "block ", b.id, " of '",
+                          var.name, "' from ", impl_->endpoints[b.server],
+                          " (server and trainer disagree on the parameter's size)");
+      std::memcpy(out + b.offset, values.data(), values.size_bytes());
+    }
+  }
+}
+
+void PsClient::PullDense(const std::string& name, Tensor* value, int64_t row_width) {
+  DenseVar var{name, *value, row_width};
+  PullDense(std::span<DenseVar>(&var, 1));
+}
+
+void PsClient::PushDense(std::span<const DenseVar> grads) {
+  auto reqs = impl_->SplitDense(grads, true);
+  impl_->SendDense("PushDense", reqs, rpc::GRADIENT);
+}
+
+void PsClient::PushDense(const std::string& name, const Tensor& grad, int64_t row_width) {
+  DenseVar var{name, grad, row_width};
+  PushDense(std::span<const DenseVar>(&var, 1));
+}
+
+void PsClient::InitDense(std::span<const DenseVar> values) {
+  auto reqs = impl_->SplitDense(values, true);
+  impl_->SendDense("InitDense", reqs, rpc::OVERWRITE);
+}
+
+void PsClient::PushDenseDelta(std::span<const DenseVar> deltas) {
+  auto reqs = impl_->SplitDense(deltas, true);
+  std::vector<rpc::PushDeltaRequest> dreqs(reqs.size());
+  std::vector<rpc::Ack> acks(reqs.size());
+  std::vector<ServerCall> calls;
+  for (size_t s = 0; s < reqs.size(); ++s) {
+    if (reqs[s].blocks_size() == 0) continue;
+    dreqs[s].set_trainer_id(impl_->trainer_id);
+    dreqs[s].mutable_dense()->Swap(reqs[s].mutable_blocks());
+    calls.push_back({int(s), [req = &dreqs[s], ack = &acks[s]](Stub* stub, grpc::ClientContext* ctx,
+                                                              Done done) {
+                       stub->async()->PushDelta(ctx, req, ack, std::move(done));
+                     }});
+  }
+  impl_->fanout.Run("PushDelta", calls);
+}
+
+Tensor PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys) {
+  if (keys.empty()) return Tensor(DType::kFloat32, {0, 0});
+  auto split = impl_->SplitKeys(keys);
+  std::vector<rpc::PullSparseRequest> reqs(num_servers());
+  std::vector<rpc::PullSparseResponse> resps(num_servers());
+  std::vector<ServerCall> calls;
+  for (int s = 0; s < num_servers(); ++s) {
+    if (split.keys[s].empty()) continue;
+    reqs[s].set_trainer_id(impl_->trainer_id);
+    auto* rows = reqs[s].add_tables();
+    rows->set_table(name);
+    AssignBytes<int64_t>(rows->mutable_keys(), split.keys[s]);
+    calls.push_back({s, [req = &reqs[s], resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx,
+                                                          Done done) {
+                       stub->async()->PullSparse(ctx, req, resp, std::move(done));
+                     }});
+  }
+  impl_->fanout.Run("PullSparse", calls);
+  Tensor out;
+  for (int s = 0; s < num_servers(); ++s) {
+    if (split.keys[s].empty()) continue;
+    FLOTILLA_CHECK(resps[s].tables_size() == 1, Internal, "parameter server ",
+                   impl_->endpoints[s], " answered PullSparse of '", name, "' with ",
+                   resps[s].tables_size(), " tables");
+    const auto& rows = resps[s].tables(0);
+    const int64_t dim = rows.dim();
+    if (!out.initialized()) out = Tensor(DType::kFloat32, {int64_t(keys.size()), dim});
+    FLOTILLA_ENFORCE_EQ(out.dim(1), dim, "sparse table '", name, "' dim differs across servers");
+    auto values = AsSpan<float>(rows.values(), "rows of '" + name + "'");
+    FLOTILLA_ENFORCE_EQ(values.size(), split.keys[s].size() * dim, "rows of '", name, "' from ",
+                        impl_->endpoints[s]);
+    float* dst = out.mutable_data<float>();
+    for (size_t j = 0; j < split.positions[s].size(); ++j) {
+      std::memcpy(dst + split.positions[s][j] * dim, values.data() + j * dim, dim * sizeof(float));
+    }
+  }
+  return out;
+}
+
+void PsClient::PushSparse(const std::string& name, std::span<const int64_t> keys,
+                          const Tensor& grads) {
+  impl_->SendSparse("PushSparse", name, keys, grads, rpc::GRADIENT, false);
+}
+
+void PsClient::PushSparse(const std::string& name, const SelectedRows& grads) {
+  PushSparse(name, grads.rows(), grads.value());
+}
+
+void PsClient::InitSparse(const std::string& name, std::span<const int64_t> keys,
+                          const Tensor& values) {
+  impl_->SendSparse("InitSparse", name, keys, values, rpc::OVERWRITE, false);
+}
+
+void PsClient::PushSparseDelta(const std::string& name, std::span<const int64_t> keys,
+                               const Tensor& deltas) {
+  impl_->SendSparse("PushDelta", name, keys, deltas, rpc::GRADIENT, true);
+}
+
+std::future<void> PsClient::PushDenseAsync(std::vector<DenseVar> grads) {
+  return std::async(std::launch::async, [this, grads = std::move(grads)] { PushDense(grads); });
+}
+
+std::future<void> PsClient::PushSparseAsync(std::string name, std::vector<int64_t> keys,
+                                            Tensor grads) {
+  return std::async(std::launch::async, [this, name = std::move(name), keys = std::move(keys),
+                                         grads = std::move(grads)] { PushSparse(name, keys, grads); });
+}
+
+std::future<Tensor> PsClient::PullSparseAsync(std::string name, std::vector<int64_t> keys) {
+  return std::async(std::launch::async, [this, name = std::move(name), keys = std::move(keys)] {
+    return PullSparse(name, keys);
+  });
+}
+
+void PsClient::Barrier() {
+  rpc::BarrierRequest req;
+  req.set_trainer_id(impl_->trainer_id);
+  std::vector<rpc::Ack> acks(num_servers());
+  std::vector<ServerCall> calls;
+  for (int s = 0; s < num_servers(); ++s) {
+    calls.push_back({s, [&req, ack = &acks[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
+                       stub->async()->Barrier(ctx, &req, ack, std::move(done));
+                     }});
+  }
+  impl_->fanout.Run("Barrier", calls, impl_->options.barrier_timeout);
+}
+
+namespace {
+
+// Control calls that send the same request to every server.
+template <typename Req, typename Method>
+std::vector<ServerCall> SameCallEverywhere(int n, const Req* req, std::vector<rpc::Ack>* acks,
+                                           Method method) {
+  acks->resize(n);
+  std::vector<ServerCall> calls;
+  for (int s = 0; s < n; ++s) {
+    calls.push_back({s, [req, ack = &(*acks)[s], method](Stub* stub, grpc::ClientContext* ctx,
+                                                         Done done) {
+                       method(stub->async(), ctx, req, ack, std::move(done));
+                     }});
+  }
+  return calls;
+}
+
+}  // namespace
+
+void PsClient::Save(const std::string& dir) {
+  rpc::PathRequest req;
+  req.set_dir(dir);
+  std::vector<rpc::Ack> acks;
+  impl_->fanout.Run("Save", SameCallEverywhere(num_servers(), &req, &acks,
+                                               [](auto* a, auto... args) { a->Save(args...); }));
+}
+
+void PsClient::Load(const std::string& dir) {
+  rpc::PathRequest req;
+  req.set_dir(dir);
+  std::vector<rpc::Ack> acks;
+  impl_->fanout.Run("Load", SameCallEverywhere(num_servers(), &req, &acks,
+                                               [](auto* a, auto... args) { a->Load(args...); }));
+}
+
+void PsClient::Finish() {
+  if (impl_->finished.exchange(true)) return;
+  rpc::TrainerRequest req;
+  req.set_trainer_id(impl_->trainer_id);
+  std::vector<rpc::Ack> acks;
+  impl_->fanout.Run("TrainerFinished",
+                    SameCallEverywhere(num_servers(), &req, &acks,
+                                       [](auto* a, auto... args) { a->TrainerFinished(args...); }));
+}
+
+void PsClient::StopServers() {
+  rpc::TrainerRequest req;
+  req.set_trainer_id(impl_->trainer_id);
+  std::vector<rpc::Ack> acks;
+  impl_->fanout.Run("Stop", SameCallEverywhere(num_servers(), &req, &acks,
+                                               [](auto* a, auto... args) { a->Stop(args...); }));
+}
+
+std::string PsClient::Echo(int server, const std::string& payload) {
+  FLOTILLA_ENFORCE(server >= 0 && server < num_servers(), "Echo: server ", server, " out of range");
+  rpc::EchoMessage req, resp;
+  req.set_payload(payload);
+  std::vector<ServerCall> calls{{server, [&](Stub* stub, grpc::ClientContext* ctx, Done done) {
+                                   stub->async()->Echo(ctx, &req, &resp, std::move(done));
+                                 }}};
+  impl_->fanout.Run("Echo", calls);
+  return std::move(*resp.mutable_payload());
+}
+
+}  // namespace flotilla::ps

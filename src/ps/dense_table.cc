@@ -1,0 +1,163 @@
+#include "flotilla/ps/dense_table.h"
+
+#include <algorithm>
+
+#include "flotilla/common/enforce.h"
+#include "ps/byte_io.h"
+
+namespace flotilla::ps {
+
+struct DenseTable::Block {
+  DenseBlock where;
+  mutable std::mutex mu;
+  std::vector<float> value;    // guarded by mu
+  std::vector<float> state;    // guarded by mu
+  std::vector<float> pending;  // guarded by mu; empty when nothing is pending
+};
+
+DenseTable::DenseTable(DenseTableConfig config, int server_index, int num_servers)
+    : config_(std::move(config)) {
+  FLOTILLA_ENFORCE(config_.rule != nullptr, "dense table '", config_.name, "' needs an update rule");
+  for (const DenseBlock& b : SliceDense(config_.name, config_.numel, num_servers,
+                                        config_.row_width, config_.min_block_size)) {
+    if (b.server != server_index) continue;
+    auto block = std::make_unique<Block>();
+    block->where = b;
+    block->value.resize(b.length);
+    FillInitial(config_.initializer, 0, b.offset, block->value);
+    block->state.resize(config_.rule->StateSize(b.length));
+    config_.rule->InitState(b.length, block->state);
+    blocks_.push_back(std::move(block));
+  }
+}
+
+DenseTable::~DenseTable() = default;
+
+std::vector<DenseBlock> DenseTable::blocks() const {
+  std::vector<DenseBlock> out;
+  for (const auto& b : blocks_) out.push_back(b->where);
+  return out;
+}
+
+bool DenseTable::HasBlock(int block_id) const {
+  return std::any_of(blocks_.begin(), blocks_.end(),
+                     [&](const auto& b) { return b->where.id == block_id; });
+}
+
+DenseBlock DenseTable::block(int block_id) const { return Find(block_id).where; }
+
+DenseTable::Block& DenseTable::Find(int block_id) const {
+  for (const auto& b : blocks_) {
+    if (b->where.id == block_id) return *b;
+  }
+  FLOTILLA_THROW(NotFound, "dense table '", config_.name, "' has no block ", block_id,
+                 " on this server");
+}
+
+namespace {
+
+void CheckLength(const std::string& table, int block, size_t got, size_t want) {
+  FLOTILLA_ENFORCE_EQ(got, want, "dense table '", table, "' block ", block,
+                      ": payload length (elements) does not match the block");
+}
+
+}  // namespace
+
+void DenseTable::Pull(int block_id, std::span<float> out) const {
+  Block& b = Find(block_id);
+  CheckLength(name(), block_id, out.size(), b.value.size());
+  std::lock_guard<std::mutex> lock(b.mu);
+  std::copy(b.value.begin(), b.value.end(), out.begin());
+}
+
+void DenseTable::Push(int block_id, std::span<const float> grad) {
+  Block& b = Find(block_id);
+  CheckLength(name(), block_id, grad.size(), b.value.size());
+  std::lock_guard<std::mutex> lock(b.mu);
+  config_.rule->Apply(b.value, b.state, grad);
+}
+
+void DenseTable::Accumulate(int block_id, std::span<const float> grad) {
+  Block& b = Find(block_id);
+  CheckLength(name(), block_id, grad.size(), b.value.size());
+  std::lock_guard<std::mutex> lock(b.mu);
+  if (b.pending.empty()) {
+    b.pending.assign(grad.begin(), grad.end());
+    return;
+  }
+  for (size_t i = 0; i < grad.size(); ++i) b.pending[i] += grad[i];
+}
+
+void DenseTable::ApplyPending(int divisor) {
+  FLOTILLA_ENFORCE_GE(divisor, 1, "dense table '", name(), "' ApplyPending");
+  const float scale = 1.0f / static_cast<float>(divisor);
+  for (const auto& b : blocks_) {
+    std::lock_guard<std::mutex> lock(b->mu);
+    if (b->pending.empty()) continue;
+    for (float& g : b->pending) g *= scale;
+    config_.rule->Apply(b->value, b->state, b->pending);
+    b->pending.clear();
+  }
+}
+
+void DenseTable::PushDelta(int block_id, std::span<const float> delta) {
+  Block& b = Find(block_id);
+  CheckLength(name(), block_id, delta.size(), b.value.size());
+  std::lock_guard<std::mutex> lock(b.mu);
+  for (size_t i = 0; i < delta.size(); ++i) b.value[i] += delta[i];
+}
+
+void DenseTable::Set(int block_id, std::span<const float> values) {
+  Block& b = Find(block_id);
+  CheckLength(name(), block_id, values.size(), b.value.size());
+  std::lock_guard<std::mutex> lock(b.mu);
+  std::copy(values.begin(), values.end(), b.value.begin());
+}
+
+std::string DenseTable::Serialize() const {
+  ByteWriter w;
+  w.PutString(name());
+  w.Put<int64_t>(numel());
+  w.PutString(rule().name());
+  w.Put<uint32_t>(static_cast<uint32_t>(blocks_.size()));
+  for (const auto& b : blocks_) {
+    std::lock_guard<std::mutex> lock(b->mu);
+    w.Put<int32_t>(b->where.id);
+    w.Put<int64_t>(b->where.offset);
+    w.Put<int64_t>(b->where.length);
+    w.Put<int64_t>(static_cast<int64_t>(b->state.size()));
+    w.PutSpan<float>(b->value);
+    w.PutSpan<float>(b->state);
+  }
+  return std::move(w.str());
+}
+
+void DenseTable::Deserialize(std::string_view image, const std::string& what) {
+  ByteReader r(image, what);
+  const std::string stored_name = r.GetString();
+  const int64_t stored_numel = r.Get<int64_t>();
+  const std::string stored_rule = r.GetString();
+  FLOTILLA_CHECK(stored_name == name() && stored_numel == numel(), Corruption, what,
+                 ": holds dense table '", stored_name, "' of ", stored_numel,
+                 " elements, expected '", name(), "' of ", numel());
+  FLOTILLA_CHECK(stored_rule == rule().name(), Corruption, what, ": table '", name(),
+                 "' was saved with rule '", stored_rule, "', this server uses '", rule().name(), "'");
+  const uint32_t count = r.Get<uint32_t>();
+  FLOTILLA_CHECK(count == blocks_.size(), Corruption, what, ": holds ", count,
+                 " blocks of '", name(), "', this server holds ", blocks_.size());
+  for (const auto& b : blocks_) {
+    std::lock_guard<std::mutex> lock(b->mu);
+    const int32_t id = r.Get<int32_t>();
+    const int64_t offset = r.Get<int64_t>(), length = r.Get<int64_t>(), state = r.Get<int64_t>();
+    FLOTILLA_CHECK(id == b->where.id && offset == b->where.offset && length == b->where.length &&
+                       state == static_cast<int64_t>(b->state.size()),
+                   Corruption, what, ": block ", id, " of '", name(),
+                   "' does not match this server's slicing (block ", b->where.id, ")");
+    r.GetSpan<float>(b->value);
+    r.GetSpan<float>(b->state);
+    b->pending.clear();
+  }
+  FLOTILLA_CHECK(r.done(), Corruption, what, ": trailing bytes after table '", name(), "'");
+}
+
+}  // namespace flotilla::ps

@@ -1,0 +1,59 @@
+// RpcFanout: runs one RPC per server in parallel (gRPC callback API), with a
+// deadline per attempt and bounded retries of UNAVAILABLE, and turns the
+// first failure into a flotilla::Error naming the server's endpoint.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "flotilla/ps/client.h"
+#include "ps/ps.grpc.pb.h"
+
+namespace flotilla::ps {
+
+// One server's part of a fanned-out call. `start` issues the RPC on the
+// stub with the given context and must arrange for `done` to be called
+// exactly once (the callback API does). It may be called again on retry;
+// response messages are overwritten by each attempt.
+struct ServerCall {
+  int server = 0;
+  std::function<void(rpc::PsService::Stub*, grpc::ClientContext*,
+                     std::function<void(grpc::Status)> done)> start;
+};
+
+class RpcFanout {
+ public:
+  RpcFanout(const std::vector<std::string>& endpoints, const PsClientOptions& options);
+  ~RpcFanout();
+
+  // Blocks until every call succeeded; throws as described above. `method`
+  // names the call in error messages. Thread-safe.
+  void Run(const char* method, const std::vector<ServerCall>& calls,
+           std::chrono::milliseconds attempt_timeout) const;
+  void Run(const char* method, const std::vector<ServerCall>& calls) const {
+    Run(method, calls, options_.rpc_timeout);
+  }
+  const std::string& endpoint(int server) const { return endpoints_[server]; }
+
+ private:
+  struct Outcome {
+    grpc::Status status;
+    int attempts = 0;
+  };
+  // One parallel attempt of the calls whose index is in `pending`.
+  void Attempt(const std::vector<ServerCall>& calls, const std::vector<size_t>& pending,
+               std::chrono::milliseconds attempt_timeout, std::vector<Outcome>* outcomes) const;
+  [[noreturn]] void Throw(const char* method, const ServerCall& call, const Outcome& outcome,
+                          std::chrono::milliseconds attempt_timeout) const;
+
+  std::vector<std::string> endpoints_;
+  PsClientOptions options_;
+  std::vector<std::unique_ptr<rpc::PsService::Stub>> stubs_;
+};
+
+}  // namespace flotilla::ps

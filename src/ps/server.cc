@@ -1,0 +1,175 @@
+#include "flotilla/ps/server.h"
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/file_util.h"
+#include "flotilla/common/logging.h"
+#include "flotilla/common/strings.h"
+#include "ps/service.h"
+#include "ps/table_file.h"
+
+namespace flotilla::ps {
+
+const char* PsModeName(PsMode mode) {
+  switch (mode) {
+    case PsMode::kSync: return "sync";
+    case PsMode::kAsync: return "async";
+    case PsMode::kGeo: return "geo";
+  }
+  return "?";
+}
+
+PsMode ParsePsMode(const std::string& name) {
+  if (name == "sync") return PsMode::kSync;
+  if (name == "async") return PsMode::kAsync;
+  if (name == "geo") return PsMode::kGeo;
+  FLOTILLA_THROW(InvalidArgument, "parameter-server mode '", name, "' is not sync, async or geo");
+}
+
+// ---- State ----
+
+PsServer::State::State(PsServerOptions opts)
+    : options(std::move(opts)),
+      barrier(options.num_trainers, [this](int live) { ApplyPending(live); }) {
+  FLOTILLA_ENFORCE(options.server_index >= 0 && options.server_index < options.num_servers,
+                   "server_index ", options.server_index, " is outside [0, ", options.num_servers, ")");
+}
+
+PsServer::State::~State() = default;
+
+void PsServer::State::ApplyPending(int live_trainers) {
+  if (options.mode != PsMode::kSync) return;
+  for (auto& [name, table] : dense) table->ApplyPending(live_trainers);
+  for (auto& [name, table] : sparse) table->ApplyPending(live_trainers);
+}
+
+DenseTable& PsServer::State::Dense(const std::string& name) {
+  auto it = dense.find(name);
+  FLOTILLA_CHECK(it != dense.end(), NotFound, "parameter server ", options.server_index,
+                 " has no dense table '", name, "'");
+  return *it->second;
+}
+
+SparseTable& PsServer::State::Sparse(const std::string& name) {
+  auto it = sparse.find(name);
+  FLOTILLA_CHECK(it != sparse.end(), NotFound, "parameter server ", options.server_index,
+                 " has no sparse table '", name, "'");
+  return *it->second;
+}
+
+void PsServer::State::RequestStop() {
+  std::lock_guard<std::mutex> lock(mu);
+  stop_requested = true;
+  cv.notify_all();
+}
+
+void PsServer::State::Save(const std::string& dir) const {
+  MakeDirs(dir);
+  const int i = options.server_index, n = options.num_servers;
+  for (const auto& [name, table] : dense) {
+    WriteTableFile(TableFileName(dir, name, i, n), TableKind::kDense, table->Serialize());
+  }
+  for (const auto& [name, table] : sparse) {
+    WriteTableFile(TableFileName(dir, name, i, n), TableKind::kSparse, table->Serialize());
+  }
+  log::Info("parameter server {}: saved {} tables to {}", i, dense.size() + sparse.size(), dir);
+}
+
+void PsServer::State::Load(const std::string& dir) {
+  const int i = options.server_index, n = options.num_servers;
+  for (const auto& [name, table] : dense) {
+    const std::string path = TableFileName(dir, name, i, n);
+    table->Deserialize(ReadTableFile(path, TableKind::kDense), "table file '" + path + "'");
+  }
+  for (const auto& [name, table] : sparse) {
+    const std::string path = TableFileName(dir, name, i, n);
+    table->Deserialize(ReadTableFile(path, TableKind::kSparse), "table file '" + path + "'");
+  }
+  log::Info("parameter server {}: loaded {} tables from {}", i, dense.size() + sparse.size(), dir);
+}
+
+// ---- PsServer ----
+
+PsServer::PsServer(PsServerOptions options) : state_(std::make_unique<State>(std::move(options))) {}
+
+PsServer::~PsServer() {
+  Stop();
+  if (state_->server) Run();  // shuts down a started server
+}
+
+const PsServerOptions& PsServer::options() const { return state_->options; }
+
+void PsServer::AddDenseTable(DenseTableConfig config) {
+  FLOTILLA_ENFORCE(!state_->server, "AddDenseTable('", config.name, "') after Start()");
+  FLOTILLA_CHECK(!state_->dense.count(config.name) && !state_->sparse.count(config.name),
+                 AlreadyExists, "parameter server already has a table '", config.name, "'");
+  const std::string name = config.name;
+  state_->dense[name] = std::make_unique<DenseTable>(std::move(config), state_->options.server_index,
+                                                     state_->options.num_servers);
+}
+
+void PsServer::AddSparseTable(SparseTableConfig config) {
+  FLOTILLA_ENFORCE(!state_->server, "AddSparseTable('", config.name, "') after Start()");
+  FLOTILLA_CHECK(!state_->dense.count(config.name) && !state_->sparse.count(config.name),
+                 AlreadyExists, "parameter server already has a table '", config.name, "'");
+  const std::string name = config.name;
+  state_->sparse[name] = std::make_unique<SparseTable>(std::move(config));
+}
+
+DenseTable& PsServer::dense(const std::string& name) { return state_->Dense(name); }
+SparseTable& PsServer::sparse(const std::string& name) { return state_->Sparse(name); }
+
+std::vector<std::string> PsServer::table_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : state_->dense) names.push_back(name);
+  for (const auto& [name, t] : state_->sparse) names.push_back(name);
+  return names;
+}
+
+void PsServer::Start() {
+  if (state_->server) return;
+  state_->service = std::make_unique<PsServiceImpl>(state_.get());
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(state_->options.endpoint, grpc::InsecureServerCredentials(),
+                           &state_->port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(state_->service.get());
+  state_->server = builder.BuildAndStart();
+  FLOTILLA_CHECK(state_->server && state_->port > 0, Unavailable,
+                 "parameter server cannot listen on ", state_->options.endpoint);
+  log::Info("parameter server {}/{} ({} mode, {} trainers) listening on {}",
+            state_->options.server_index, state_->options.num_servers,
+            PsModeName(state_->options.mode), state_->options.num_trainers, endpoint());
+}
+
+int PsServer::port() const { return state_->port; }
+
+std::string PsServer::endpoint() const {
+  HostPort hp = ParseHostPort(state_->options.endpoint, "parameter server endpoint");
+  if (hp.host == "0.0.0.0" || hp.host.empty()) hp.host = "127.0.0.1";
+  hp.port = state_->port;
+  return hp.ToString();
+}
+
+void PsServer::Run() {
+  Start();
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->stop_requested || state_->shut_down; });
+  if (state_->shut_down) return;
+  state_->shut_down = true;
+  lock.unlock();
+  state_->barrier.Cancel(StrCat("parameter server ", state_->options.server_index, " at ",
+                                endpoint(), " is shutting down"));
+  state_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  state_->server->Wait();
+  log::Info("parameter server {} stopped", state_->options.server_index);
+}
+
+void PsServer::Stop() { state_->RequestStop(); }
+
+std::vector<int> PsServer::finished_trainers() const { return state_->barrier.finished(); }
+
+void PsServer::Save(const std::string& dir) const { state_->Save(dir); }
+void PsServer::Load(const std::string& dir) { state_->Load(dir); }
+
+}  // namespace flotilla::ps

@@ -1,0 +1,46 @@
+// PsServer::State: everything the service handlers share with PsServer.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include <grpcpp/grpcpp.h>
+
+#include "flotilla/ps/server.h"
+#include "ps/trainer_barrier.h"
+
+namespace flotilla::ps {
+
+class PsServiceImpl;
+
+struct PsServer::State {
+  explicit State(PsServerOptions opts);
+  ~State();
+
+  // Applies every table's pending sync gradients divided by `live_trainers`.
+  void ApplyPending(int live_trainers);
+  DenseTable& Dense(const std::string& name);
+  SparseTable& Sparse(const std::string& name);
+  void RequestStop();
+  void Save(const std::string& dir) const;
+  void Load(const std::string& dir);
+
+  PsServerOptions options;
+  // Tables are added before Start() and never removed: lookups need no lock.
+  std::map<std::string, std::unique_ptr<DenseTable>> dense;
+  std::map<std::string, std::unique_ptr<SparseTable>> sparse;
+  TrainerBarrier barrier;
+
+  std::unique_ptr<PsServiceImpl> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop_requested = false;  // guarded by mu
+  bool shut_down = false;       // guarded by mu
+};
+
+}  // namespace flotilla::ps

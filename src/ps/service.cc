@@ -1,0 +1,168 @@
+#include "ps/service.h"
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/logging.h"
+#include "ps/payload.h"
+
+namespace flotilla::ps {
+
+grpc::StatusCode StatusCodeOf(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
+    case ErrorCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
+    case ErrorCode::kAlreadyExists: return grpc::StatusCode::ALREADY_EXISTS;
+    case ErrorCode::kUnavailable: return grpc::StatusCode::ABORTED;  // not retried by clients
+    case ErrorCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case ErrorCode::kCorruption: return grpc::StatusCode::DATA_LOSS;
+    case ErrorCode::kUnimplemented: return grpc::StatusCode::UNIMPLEMENTED;
+    case ErrorCode::kInternal: return grpc::StatusCode::INTERNAL;
+  }
+  return grpc::StatusCode::INTERNAL;
+}
+
+template <typename Fn>
+grpc::Status PsServiceImpl::Guarded(grpc::ServerContext* ctx, Fn&& fn) {
+  const std::string& token = state_->options.token;
+  if (!token.empty()) {
+    auto it = ctx->client_metadata().find(kTokenMetadata);
+    const bool ok = it != ctx->client_metadata().end() &&
+                    std::string_view(it->second.data(), it->second.size()) == token;
+    if (!ok) {
+      return {grpc::StatusCode::PERMISSION_DENIED,
+              "request refused: missing or wrong parameter-server token"};
+    }
+  }
+  try {
+    fn();
+    return grpc::Status::OK;
+  } catch (const Error& e) {
+    return {StatusCodeOf(e.code()), e.what()};
+  } catch (const std::exception& e) {
+    return {grpc::StatusCode::INTERNAL, e.what()};
+  }
+}
+
+namespace {
+
+std::string What(const std::string& table, int block) {
+  return StrCat("dense table '", table, "' block ", block);
+}
+
+}  // namespace
+
+grpc::Status PsServiceImpl::PullDense(grpc::ServerContext* ctx, const rpc::PullDenseRequest* req,
+                                      rpc::PullDenseResponse* resp) {
+  return Guarded(ctx, [&] {
+    for (const auto& in : req->blocks()) {
+      DenseTable& table = state_->Dense(in.table());
+      auto* out = resp->add_blocks();
+      out->set_table(in.table());
+      out->set_block_id(in.block_id());
+      const int64_t length = table.block(in.block_id()).length;
+      table.Pull(in.block_id(), ResizeAs<float>(out->mutable_values(), length));
+    }
+  });
+}
+
+grpc::Status PsServiceImpl::PushDense(grpc::ServerContext* ctx, const rpc::PushDenseRequest* req,
+                                      rpc::Ack*) {
+  return Guarded(ctx, [&] {
+    const bool sync = state_->options.mode == PsMode::kSync;
+    for (const auto& in : req->blocks()) {
+      DenseTable& table = state_->Dense(in.table());
+      auto values = AsSpan<float>(in.values(), What(in.table(), in.block_id()));
+      if (req->write() == rpc::OVERWRITE) {
+        table.Set(in.block_id(), values);
+      } else if (sync) {
+        table.Accumulate(in.block_id(), values);
+      } else {
+        table.Push(in.block_id(), values);
+      }
+    }
+  });
+}
+
+grpc::Status PsServiceImpl::PullSparse(grpc::ServerContext* ctx, const rpc::PullSparseRequest* req,
+                                       rpc::PullSparseResponse* resp) {
+  return Guarded(ctx, [&] {
+    for (const auto& in : req->tables()) {
+      SparseTable& table = state_->Sparse(in.table());
+      auto keys = AsSpan<int64_t>(in.keys(), "sparse table '" + in.table() + "' keys");
+      auto* out = resp->add_tables();
+      out->set_table(in.table());
+      out->set_dim(table.dim());
+      table.Pull(keys, ResizeAs<float>(out->mutable_values(), keys.size() * table.dim()));
+    }
+  });
+}
+
+grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::PushSparseRequest* req,
+                                       rpc::Ack*) {
+  return Guarded(ctx, [&] {
+    const bool sync = state_->options.mode == PsMode::kSync;
+    for (const auto& in : req->tables()) {
+      SparseTable& table = state_->Sparse(in.table());
+      const std::string what = "sparse table '" + in.table() + "'";
+      auto keys = AsSpan<int64_t>(in.keys(), what + " keys");
+      auto values = AsSpan<float>(in.values(), what + " values");
+      if (req->write() == rpc::OVERWRITE) {
+        table.Set(keys, values);
+      } else if (sync) {
+        table.Accumulate(keys, values);
+      } else {
+        table.Push(keys, values);
+      }
+    }
+  });
+}
+
+grpc::Status PsServiceImpl::PushDelta(grpc::ServerContext* ctx, const rpc::PushDeltaRequest* req,
+                                      rpc::Ack*) {
+  return Guarded(ctx, [&] {
+    for (const auto& in : req->dense()) {
+      state_->Dense(in.table()).PushDelta(
+          in.block_id(), AsSpan<float>(in.values(), What(in.table(), in.block_id())));
+    }
+    for (const auto& in : req->sparse()) {
+      const std::string what = "sparse table '" + in.table() + "'";
+      state_->Sparse(in.table()).PushDelta(AsSpan<int64_t>(in.keys(), what + " keys"),
+                                           AsSpan<float>(in.values(), what + " values"));
+    }
+  });
+}
+
+grpc::Status PsServiceImpl::Barrier(grpc::ServerContext* ctx, const rpc::BarrierRequest* req,
+                                    rpc::Ack*) {
+  return Guarded(ctx, [&] {
+    state_->barrier.Arrive(req->trainer_id(), state_->options.barrier_timeout);
+  });
+}
+
+grpc::Status PsServiceImpl::Save(grpc::ServerContext* ctx, const rpc::PathRequest* req, rpc::Ack*) {
+  return Guarded(ctx, [&] { state_->Save(req->dir()); });
+}
+
+grpc::Status PsServiceImpl::Load(grpc::ServerContext* ctx, const rpc::PathRequest* req, rpc::Ack*) {
+  return Guarded(ctx, [&] { state_->Load(req->dir()); });
+}
+
+grpc::Status PsServiceImpl::TrainerFinished(grpc::ServerContext* ctx,
+                                            const rpc::TrainerRequest* req, rpc::Ack*) {
+  return Guarded(ctx, [&] {
+    log::Info("parameter server {}: trainer {} finished", state_->options.server_index,
+              req->trainer_id());
+    if (state_->barrier.Finish(req->trainer_id())) state_->RequestStop();
+  });
+}
+
+grpc::Status PsServiceImpl::Stop(grpc::ServerContext* ctx, const rpc::TrainerRequest* req,
+                                 rpc::Ack*) {
+  return Guarded(ctx, [&] { state_->RequestStop(); });
+}
+
+grpc::Status PsServiceImpl::Echo(grpc::ServerContext* ctx, const rpc::EchoMessage* req,
+                                 rpc::EchoMessage* resp) {
+  return Guarded(ctx, [&] { *resp->mutable_payload() = req->payload(); });
+}
+
+}  // namespace flotilla::ps

@@ -1,0 +1,187 @@
+#include "flotilla/ps/sparse_table.h"
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/ps/slicing.h"
+#include "ps/byte_io.h"
+
+namespace flotilla::ps {
+
+// A row is [dim values | state_size floats of rule state].
+struct SparseTable::Shard {
+  mutable std::mutex mu;
+  std::unordered_map<int64_t, std::vector<float>> rows;     // guarded by mu
+  std::unordered_map<int64_t, std::vector<float>> pending;  // guarded by mu
+};
+
+SparseTable::SparseTable(SparseTableConfig config) : config_(std::move(config)) {
+  FLOTILLA_ENFORCE(config_.rule != nullptr, "sparse table '", config_.name, "' needs an update rule");
+  FLOTILLA_ENFORCE_GE(config_.dim, 1, "sparse table '", config_.name, "' dim");
+  FLOTILLA_ENFORCE_GE(config_.num_shards, 1, "sparse table '", config_.name, "' num_shards");
+  state_size_ = config_.rule->StateSize(config_.dim);
+  for (int i = 0; i < config_.num_shards; ++i) shards_.push_back(std::make_unique<Shard>());
+}
+
+SparseTable::~SparseTable() = default;
+
+int64_t SparseTable::size() const {
+  int64_t n = 0;
+  for (const auto& s : shards_) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    n += static_cast<int64_t>(s->rows.size());
+  }
+  return n;
+}
+
+size_t SparseTable::ShardIndex(int64_t key) const {
+  // Mixed before the modulo so that shard and server placement (key mod
+  // num_servers) are independent.
+  return MixBits(static_cast<uint64_t>(key) ^ 0x5bd1e995u) % shards_.size();
+}
+
+SparseTable::Shard& SparseTable::ShardOf(int64_t key) const { return *shards_[ShardIndex(key)]; }
+
+void SparseTable::CheckSpan(size_t keys, size_t values, const char* op) const {
+  FLOTILLA_ENFORCE_EQ(values, keys * static_cast<size_t>(dim()), "sparse table '", name(), "' ",
+                      op, ": values must be [keys, dim=", dim(), "]");
+}
+
+namespace {
+
+// The row of `key`, created with the initializer and fresh rule state when missing.
+std::vector<float>& RowOf(std::unordered_map<int64_t, std::vector<float>>& rows, int64_t key,
+                          const SparseTableConfig& config, int64_t state_size) {
+  auto [it, inserted] = rows.try_emplace(key);
+  if (inserted) {
+    it->second.resize(config.dim + state_size);
+    std::span<float> row(it->second);
+    FillInitial(config.initializer, key, 0, row.first(config.dim));
+    config.rule->InitState(config.dim, row.subspan(config.dim));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+// Calls fn(row, i) for each keys[i] under that key's shard lock, creating
+// missing rows; a batch is not atomic across keys, which the modes never need.
+template <typename Fn>
+void SparseTable::ForEachRow(std::span<const int64_t> keys, Fn&& fn) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Shard& s = ShardOf(keys[i]);
+    std::lock_guard<std::mutex> lock(s.mu);
+    fn(std::span<float>(RowOf(s.rows, keys[i], config_, state_size_)), i);
+  }
+}
+
+void SparseTable::Pull(std::span<const int64_t> keys, std::span<float> out) {
+  CheckSpan(keys.size(), out.size(), "Pull");
+  const size_t d = dim();
+  ForEachRow(keys, [&](std::span<float> row, size_t i) {
+    std::copy_n(row.begin(), d, out.begin() + i * d);
+  });
+}
+
+void SparseTable::Push(std::span<const int64_t> keys, std::span<const float> grads) {
+  CheckSpan(keys.size(), grads.size(), "Push");
+  const size_t d = dim();
+  ForEachRow(keys, [&](std::span<float> row, size_t i) {
+    config_.rule->Apply(row.first(d), row.subspan(d), grads.subspan(i * d, d));
+  });
+}
+
+void SparseTable::Accumulate(std::span<const int64_t> keys, std::span<const float> grads) {
+  CheckSpan(keys.size(), grads.size(), "Accumulate");
+  const size_t d = dim();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Shard& s = ShardOf(keys[i]);
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto [it, inserted] = s.pending.try_emplace(keys[i], d, 0.0f);
+    const float* g = grads.data() + i * d;
+    for (size_t j = 0; j < d; ++j) it->second[j] += g[j];
+  }
+}
+
+void SparseTable::ApplyPending(int divisor) {
+  FLOTILLA_ENFORCE_GE(divisor, 1, "sparse table '", name(), "' ApplyPending");
+  const float scale = 1.0f / static_cast<float>(divisor);
+  const size_t d = dim();
+  for (const auto& s : shards_) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    for (auto& [key, grad] : s->pending) {
+      for (float& g : grad) g *= scale;
+      std::span<float> row(RowOf(s->rows, key, config_, state_size_));
+      config_.rule->Apply(row.first(d), row.subspan(d), grad);
+    }
+    s->pending.clear();
+  }
+}
+
+void SparseTable::PushDelta(std::span<const int64_t> keys, std::span<const float> deltas) {
+  CheckSpan(keys.size(), deltas.size(), "PushDelta");
+  const size_t d = dim();
+  ForEachRow(keys, [&](std::span<float> row, size_t i) {
+    for (size_t j = 0; j < d; ++j) row[j] += deltas[i * d + j];
+  });
+}
+
+void SparseTable::Set(std::span<const int64_t> keys, std::span<const float> values) {
+  CheckSpan(keys.size(), values.size(), "Set");
+  const size_t d = dim();
+  ForEachRow(keys, [&](std::span<float> row, size_t i) {
+    std::copy_n(values.begin() + i * d, d, row.begin());
+  });
+}
+
+std::string SparseTable::Serialize() const {
+  std::vector<std::pair<int64_t, std::vector<float>>> rows;
+  for (const auto& s : shards_) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    rows.insert(rows.end(), s->rows.begin(), s->rows.end());
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  ByteWriter w;
+  w.PutString(name());
+  w.Put<int64_t>(dim());
+  w.PutString(rule().name());
+  w.Put<int64_t>(state_size_);
+  w.Put<uint64_t>(rows.size());
+  for (const auto& [key, row] : rows) {
+    w.Put<int64_t>(key);
+    w.PutSpan<float>(row);
+  }
+  return std::move(w.str());
+}
+
+void SparseTable::Deserialize(std::string_view image, const std::string& what) {
+  ByteReader r(image, what);
+  const std::string stored_name = r.GetString();
+  const int64_t stored_dim = r.Get<int64_t>();
+  const std::string stored_rule = r.GetString();
+  const int64_t stored_state = r.Get<int64_t>();
+  FLOTILLA_CHECK(stored_name == name() && stored_dim == dim(), Corruption, what,
+                 ": holds sparse table '", stored_name, "' of dim ", stored_dim, ", expected '",
+                 name(), "' of dim ", dim());
+  FLOTILLA_CHECK(stored_rule == rule().name() && stored_state == state_size_, Corruption, what,
+                 ": table '", name(), "' was saved with rule '", stored_rule,
+                 "', this server uses '", rule().name(), "'");
+  const uint64_t count = r.Get<uint64_t>();
+  std::vector<std::unordered_map<int64_t, std::vector<float>>> loaded(shards_.size());
+  for (uint64_t i = 0; i < count; ++i) {
+    const int64_t key = r.Get<int64_t>();
+    std::vector<float> row(dim() + state_size_);
+    r.GetSpan<float>(row);
+    loaded[ShardIndex(key)][key] = std::move(row);
+  }
+  FLOTILLA_CHECK(r.done(), Corruption, what, ": trailing bytes after table '", name(), "'");
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    std::lock_guard<std::mutex> lock(shards_[i]->mu);
+    shards_[i]->rows = std::move(loaded[i]);
+    shards_[i]->pending.clear();
+  }
+}
+
+}  // namespace flotilla::ps

@@ -1,0 +1,178 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "flotilla/common/error.h"
+#include "flotilla/ps/dense_table.h"
+#include "flotilla/ps/sparse_table.h"
+
+namespace flotilla::ps {
+namespace {
+
+DenseTableConfig DenseConfig(int64_t numel, UpdateRuleConfig rule = UpdateRuleConfig::Sgd(0.5f)) {
+  DenseTableConfig c;
+  c.name = "w";
+  c.numel = numel;
+  c.rule = MakeUpdateRule(rule);
+  c.initializer = InitializerConfig::Constant(1.0f);
+  return c;
+}
+
+SparseTableConfig SparseConfig(int64_t dim, UpdateRuleConfig rule = UpdateRuleConfig::Sgd(0.5f)) {
+  SparseTableConfig c;
+  c.name = "emb";
+  c.dim = dim;
+  c.rule = MakeUpdateRule(rule);
+  c.initializer = InitializerConfig::Uniform(-1.0f, 1.0f, 9);
+  c.num_shards = 4;
+  return c;
+}
+
+TEST(DenseTable, ServersHoldDisjointBlocksCoveringTheParameter) {
+  const int64_t numel = 30000;
+  int64_t covered = 0;
+  for (int s = 0; s < 3; ++s) {
+    DenseTable t(DenseConfig(numel), s, 3);
+    for (const auto& b : t.blocks()) {
+      EXPECT_EQ(b.server, s);
+      covered += b.length;
+    }
+  }
+  EXPECT_EQ(covered, numel);
+}
+
+TEST(DenseTable, PushPullAccumulateDeltaSet) {
+  DenseTable t(DenseConfig(4), 0, 1);
+  ASSERT_EQ(t.blocks().size(), 1u);
+  std::vector<float> v(4), g{1, 2, 3, 4};
+  t.Push(0, g);  // 1 - 0.5 g
+  t.Pull(0, v);
+  EXPECT_EQ(v, (std::vector<float>{0.5f, 0.0f, -0.5f, -1.0f}));
+  t.Accumulate(0, g);
+  t.Accumulate(0, g);
+  t.Pull(0, v);
+  EXPECT_EQ(v[0], 0.5f);  // nothing applied before ApplyPending
+  t.ApplyPending(2);      // mean of two pushes of g
+  t.Pull(0, v);
+  EXPECT_EQ(v, (std::vector<float>{0.0f, -1.0f, -2.0f, -3.0f}));
+  t.ApplyPending(2);  // nothing pending: no change
+  t.PushDelta(0, g);
+  t.Pull(0, v);
+  EXPECT_EQ(v, (std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f}));
+  t.Set(0, std::vector<float>{9, 9, 9, 9});
+  t.Pull(0, v);
+  EXPECT_EQ(v[3], 9.0f);
+}
+
+TEST(DenseTable, RejectsUnknownBlockAndWrongLength) {
+  DenseTable t(DenseConfig(4), 0, 1);
+  std::vector<float> v(3), four(4);
+  EXPECT_THROW(t.Pull(1, four), NotFound);
+  EXPECT_THROW(t.Pull(0, v), InvalidArgument);
+  EXPECT_THROW(t.Push(0, v), InvalidArgument);
+}
+
+TEST(DenseTable, ZeroElementsHaveNoBlocks) {
+  DenseTable t(DenseConfig(0), 0, 2);
+  EXPECT_TRUE(t.blocks().empty());
+}
+
+TEST(SparseTable, RowsCreatedOnFirstPullAreDeterministic) {
+  SparseTable a(SparseConfig(3)), b(SparseConfig(3));
+  std::vector<int64_t> keys{5, 1, 5, 1000000007};
+  std::vector<float> ra(12), rb(12);
+  a.Pull(keys, ra);
+  std::vector<int64_t> reversed(keys.rbegin(), keys.rend());
+  b.Pull(reversed, rb);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 3; ++j) EXPECT_EQ(ra[i * 3 + j], rb[(3 - i) * 3 + j]);
+  }
+  EXPECT_EQ(ra[0], ra[6]);  // same key, same row
+  EXPECT_NE(ra[0], ra[3]);
+  EXPECT_EQ(a.size(), 3);
+}
+
+TEST(SparseTable, PushAppliesRulePerRowAndSyncAverages) {
+  SparseTable t(SparseConfig(2));
+  std::vector<int64_t> keys{3};
+  std::vector<float> init(2), after(2);
+  t.Pull(keys, init);
+  t.Push(keys, std::vector<float>{1.0f, -1.0f});
+  t.Pull(keys, after);
+  EXPECT_FLOAT_EQ(after[0], init[0] - 0.5f);
+  EXPECT_FLOAT_EQ(after[1], init[1] + 0.5f);
+  // Two trainers' gradients for key 3 plus one for key 4, averaged over 2.
+  t.Accumulate(std::vector<int64_t>{3, 4}, std::vector<float>{2, 2, 4, 4});
+  t.Accumulate(std::vector<int64_t>{3}, std::vector<float>{2, 2});
+  t.ApplyPending(2);
+  std::vector<float> r3(2), r4(2), init4(2);
+  t.Pull(keys, r3);
+  EXPECT_FLOAT_EQ(r3[0], after[0] - 0.5f * 2.0f);
+  SparseTable fresh(SparseConfig(2));
+  fresh.Pull(std::vector<int64_t>{4}, init4);
+  t.Pull(std::vector<int64_t>{4}, r4);
+  EXPECT_FLOAT_EQ(r4[0], init4[0] - 0.5f * 2.0f);
+}
+
+TEST(SparseTable, AdamKeepsStatePerRow) {
+  SparseTable t(SparseConfig(1, UpdateRuleConfig::Adam(0.1f)));
+  // Row 1 updated twice, row 2 once: each row's first step moves by ~lr.
+  std::vector<float> before(2), after(2);
+  t.Pull(std::vector<int64_t>{1, 2}, before);
+  t.Push(std::vector<int64_t>{1}, std::vector<float>{1.0f});
+  t.Push(std::vector<int64_t>{1, 2}, std::vector<float>{1.0f, 1.0f});
+  t.Pull(std::vector<int64_t>{1, 2}, after);
+  EXPECT_NEAR(before[1] - after[1], 0.1f, 1e-4);
+  EXPECT_NEAR(before[0] - after[0], 0.2f, 1e-4);
+}
+
+TEST(SparseTable, DeltaAndSetAndSpanChecks) {
+  SparseTable t(SparseConfig(2));
+  t.Set(std::vector<int64_t>{8}, std::vector<float>{1, 2});
+  t.PushDelta(std::vector<int64_t>{8, 8}, std::vector<float>{1, 1, 1, 1});
+  std::vector<float> r(2);
+  t.Pull(std::vector<int64_t>{8}, r);
+  EXPECT_EQ(r, (std::vector<float>{3, 4}));
+  EXPECT_THROW(t.Pull(std::vector<int64_t>{1, 2}, r), InvalidArgument);
+}
+
+TEST(SparseTable, ConcurrentPushesOfDisjointAndSharedKeys) {
+  SparseTable t(SparseConfig(1));
+  t.Set(std::vector<int64_t>{0}, std::vector<float>{0.0f});
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 4; ++th) {
+    threads.emplace_back([&, th] {
+      for (int i = 0; i < 500; ++i) {
+        t.PushDelta(std::vector<int64_t>{0, 1000 + th * 1000 + i}, std::vector<float>{1.0f, 0.0f});
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<float> r(1);
+  t.Pull(std::vector<int64_t>{0}, r);
+  EXPECT_EQ(r[0], 2000.0f);
+  EXPECT_EQ(t.size(), 1 + 2000);
+}
+
+TEST(Tables, SerializeRoundTripAndMismatch) {
+  DenseTable d(DenseConfig(20000, UpdateRuleConfig::Adam(0.1f)), 1, 2);
+  for (const auto& b : d.blocks()) d.Push(b.id, std::vector<float>(b.length, 1.0f));
+  DenseTable d2(DenseConfig(20000, UpdateRuleConfig::Adam(0.1f)), 1, 2);
+  d2.Deserialize(d.Serialize(), "image");
+  EXPECT_EQ(d2.Serialize(), d.Serialize());
+  DenseTable sgd(DenseConfig(20000), 1, 2);
+  EXPECT_THROW(sgd.Deserialize(d.Serialize(), "image"), Corruption);
+
+  SparseTable s(SparseConfig(4, UpdateRuleConfig::Adagrad(0.1f)));
+  s.Push(std::vector<int64_t>{1, 2}, std::vector<float>(8, 1.0f));
+  SparseTable s2(SparseConfig(4, UpdateRuleConfig::Adagrad(0.1f)));
+  s2.Deserialize(s.Serialize(), "image");
+  EXPECT_EQ(s2.Serialize(), s.Serialize());
+  EXPECT_EQ(s2.size(), 2);
+  std::string image = s.Serialize();
+  image.resize(image.size() - 3);
+  EXPECT_THROW(s2.Deserialize(image, "image"), Corruption);
+}
+
+}  // namespace
+}  // namespace flotilla::ps

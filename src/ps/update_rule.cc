@@ -1,0 +1,132 @@
+#include "flotilla/ps/update_rule.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "flotilla/common/enforce.h"
+
+namespace flotilla::ps {
+
+void UpdateRule::InitState(int64_t dim, std::span<float> state) const {
+  std::fill(state.begin(), state.end(), 0.0f);
+}
+
+UpdateRuleConfig UpdateRuleConfig::Sgd(float lr) {
+  UpdateRuleConfig c;
+  c.learning_rate = lr;
+  return c;
+}
+
+UpdateRuleConfig UpdateRuleConfig::Adagrad(float lr, float epsilon) {
+  UpdateRuleConfig c;
+  c.kind = Kind::kAdagrad;
+  c.learning_rate = lr;
+  c.epsilon = epsilon;
+  return c;
+}
+
+UpdateRuleConfig UpdateRuleConfig::Adam(float lr, float beta1, float beta2, float epsilon) {
+  UpdateRuleConfig c;
+  c.kind = Kind::kAdam;
+  c.learning_rate = lr;
+  c.beta1 = beta1;
+  c.beta2 = beta2;
+  c.epsilon = epsilon;
+  return c;
+}
+
+UpdateRuleConfig UpdateRuleConfig::GeoSum() {
+  UpdateRuleConfig c;
+  c.kind = Kind::kGeoSum;
+  return c;
+}
+
+namespace {
+
+class SgdRule : public UpdateRule {
+ public:
+  explicit SgdRule(float lr) : lr_(lr) {}
+  std::string name() const override { return "sgd"; }
+  int64_t StateSize(int64_t) const override { return 0; }
+  void Apply(std::span<float> p, std::span<float>, std::span<const float> g) const override {
+    for (size_t i = 0; i < p.size(); ++i) p[i] -= lr_ * g[i];
+  }
+
+ private:
+  float lr_;
+};
+
+// State: the squared-gradient accumulator, one float per value.
+class AdagradRule : public UpdateRule {
+ public:
+  explicit AdagradRule(const UpdateRuleConfig& c) : c_(c) {}
+  std::string name() const override { return "adagrad"; }
+  int64_t StateSize(int64_t dim) const override { return dim; }
+  void InitState(int64_t, std::span<float> state) const override {
+    std::fill(state.begin(), state.end(), c_.initial_accumulator);
+  }
+  void Apply(std::span<float> p, std::span<float> m, std::span<const float> g) const override {
+    for (size_t i = 0; i < p.size(); ++i) {
+      m[i] += g[i] * g[i];
+      p[i] -= c_.learning_rate * g[i] / (std::sqrt(m[i]) + c_.epsilon);
+    }
+  }
+
+ private:
+  UpdateRuleConfig c_;
+};
+
+// State: first moments [dim], second moments [dim], beta1^t, beta2^t.
+class AdamRule : public UpdateRule {
+ public:
+  explicit AdamRule(const UpdateRuleConfig& c) : c_(c) {}
+  std::string name() const override { return "adam"; }
+  int64_t StateSize(int64_t dim) const override { return 2 * dim + 2; }
+  void InitState(int64_t dim, std::span<float> state) const override {
+    std::fill(state.begin(), state.end(), 0.0f);
+    state[2 * dim] = 1.0f;
+    state[2 * dim + 1] = 1.0f;
+  }
+  void Apply(std::span<float> p, std::span<float> s, std::span<const float> g) const override {
+    const size_t n = p.size();
+    float* m = s.data();
+    float* v = s.data() + n;
+    float& b1p = s[2 * n];
+    float& b2p = s[2 * n + 1];
+    b1p *= c_.beta1;
+    b2p *= c_.beta2;
+    const float lr = c_.learning_rate * std::sqrt(1.0f - b2p) / (1.0f - b1p);
+    for (size_t i = 0; i < n; ++i) {
+      m[i] = c_.beta1 * m[i] + (1.0f - c_.beta1) * g[i];
+      v[i] = c_.beta2 * v[i] + (1.0f - c_.beta2) * g[i] * g[i];
+      p[i] -= lr * m[i] / (std::sqrt(v[i]) + c_.epsilon);
+    }
+  }
+
+ private:
+  UpdateRuleConfig c_;
+};
+
+class GeoSumRule : public UpdateRule {
+ public:
+  std::string name() const override { return "geo_sum"; }
+  int64_t StateSize(int64_t) const override { return 0; }
+  void Apply(std::span<float> p, std::span<float>, std::span<const float> d) const override {
+    for (size_t i = 0; i < p.size(); ++i) p[i] += d[i];
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const UpdateRule> MakeUpdateRule(const UpdateRuleConfig& config) {
+  using Kind = UpdateRuleConfig::Kind;
+  switch (config.kind) {
+    case Kind::kSgd: return std::make_shared<SgdRule>(config.learning_rate);
+    case Kind::kAdagrad: return std::make_shared<AdagradRule>(config);
+    case Kind::kAdam: return std::make_shared<AdamRule>(config);
+    case Kind::kGeoSum: return std::make_shared<GeoSumRule>();
+  }
+  FLOTILLA_THROW(InvalidArgument, "unknown update rule kind ", static_cast<int>(config.kind));
+}
+
+}  // namespace flotilla::ps
