@@ -48,6 +48,8 @@ std::string Tag() {
   const std::string role = Env("TRAINING_ROLE");
   if (role == "PSERVER") return "s" + Env("PADDLE_PSERVER_ID");
   if (role == "TRAINER") return "w" + Env("PADDLE_TRAINER_ID");
+  // Under mpirun (the benchmark's peer) the rank comes from Open MPI.
+  if (Env("PADDLE_TRAINER_ID").empty()) return Env("OMPI_COMM_WORLD_RANK");
   return Env("PADDLE_TRAINER_ID");
 }
 
