@@ -145,10 +145,10 @@ void PsServer::Start() {
 int PsServer::port() const { return state_->port; }
 
 std::string PsServer::endpoint() const {
-  HostPort hp = ParseHostPort(state_->options.endpoint, "parameter server endpoint");
-  if (hp.host == "0.0.0.0" || hp.host.empty()) hp.host = "127.0.0.1";
-  hp.port = state_->port;
-  return hp.ToString();
+  const std::string& ep = state_->options.endpoint;
+  std::string host = ep.substr(0, ep.rfind(':'));
+  if (host == "0.0.0.0" || host == "[::]" || host.empty()) host = "127.0.0.1";
+  return StrCat(host, ":", state_->port);
 }
 
 void PsServer::Run() {

@@ -1,0 +1,218 @@
+#include "comm/gloo/gloo_backend.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <cstring>
+
+#include "comm/gloo/store_adapter.h"
+#include "comm/reduce_kernels.h"
+#include "flotilla/common/enforce.h"
+
+namespace flotilla::comm::gloo_backend {
+namespace {
+
+// Above this, bandwidth matters more than the number of steps.
+constexpr size_t kRingChunkedFromBytes = 256 * 1024;
+// Cached allreduce algorithms (each holds a staging buffer).
+constexpr size_t kCacheEntries = 16;
+// Point-to-point slots live apart from the slots gloo's collectives use.
+constexpr uint64_t kP2PSlotBase = uint64_t(0x30) << 56;
+
+template <typename T>
+const ::gloo::ReductionFunction<T>* GlooReduction(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax: return ::gloo::ReductionFunction<T>::max;
+    case ReduceOp::kMin: return ::gloo::ReductionFunction<T>::min;
+    case ReduceOp::kProd: return ::gloo::ReductionFunction<T>::product;
+    default: return ::gloo::ReductionFunction<T>::sum;
+  }
+}
+
+}  // namespace
+
+struct GlooBackend::Cached {
+  size_t count;
+  DType dtype;
+  ReduceOp op;
+  std::vector<char> staging;
+  std::unique_ptr<::gloo::Algorithm> algorithm;
+};
+
+std::shared_ptr<gloo::transport::Device> CreateDevice(const std::string& iface,
+                                                      const std::string& hostname) {
+  ::gloo::transport::tcp::attr attr;
+  if (!iface.empty()) {
+    attr.iface = iface;
+  } else {
+    attr.hostname = hostname;
+  }
+  try {
+    return ::gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    FLOTILLA_THROW(Unavailable, "cannot create gloo TCP device on ",
+                   iface.empty() ? "host " + hostname : "interface " + iface, ": ", e.what());
+  }
+}
+
+GlooBackend::GlooBackend(std::shared_ptr<Store> store, int rank, int size,
+                         std::shared_ptr<gloo::transport::Device> device, GlooOptions options)
+    : rank_(rank), size_(size), options_(std::move(options)) {
+  auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size);
+  ctx->setTimeout(options_.timeout);
+  StoreAdapter adapter(std::move(store), options_.timeout);
+  Guard("connect", [&] { ctx->connectFullMesh(adapter, device); });
+  context_ = ctx;
+}
+
+GlooBackend::~GlooBackend() = default;
+
+std::string GlooBackend::DescribeFailure() const {
+  std::vector<int> dead, others;
+  for (int r = 0; r < size_ && r < int(options_.peers.size()); ++r) {
+    if (r == rank_) continue;
+    others.push_back(r);
+    const PeerInfo& p = options_.peers[r];
+    if (p.host_id == options_.host_id && ProcessIsDead(p.pid)) dead.push_back(r);
+  }
+  if (!dead.empty()) return StrCat("ranks ", RankList(dead), " died");
+  return StrCat("no rank on this host is known dead; ranks that may have failed: ",
+                RankList(others));
+}
+
+void GlooBackend::Guard(const char* what, const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    std::string text = StrCat("gloo ", what, " on rank ", rank_, " of ", size_, " failed: ",
+                              DescribeFailure(), " (", msg, ")");
+    if (msg.find("Timed out") != std::string::npos || msg.find("timed out") != std::string::npos) {
+      FLOTILLA_THROW(DeadlineExceeded, text);
+    }
+    FLOTILLA_THROW(Unavailable, text);
+  }
+}
+
+GlooBackend::Cached& GlooBackend::AllreduceAlgorithm(size_t count, DType dtype, ReduceOp op) {
+  for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+    if ((*it)->count == count && (*it)->dtype == dtype && (*it)->op == op) {
+      cache_.splice(cache_.begin(), cache_, it);
+      return *cache_.front();
+    }
+  }
+  if (cache_.size() >= kCacheEntries) cache_.pop_back();
+  auto c = std::make_unique<Cached>(Cached{count, dtype, op, {}, nullptr});
+  c->staging.resize(count * SizeOf(dtype));
+  VisitDType(dtype, [&]<typename T>() {
+    std::vector<T*> ptrs{reinterpret_cast<T*>(c->staging.data())};
+    if (c->staging.size() < kRingChunkedFromBytes) {
+      c->algorithm = std::make_unique<::gloo::AllreduceHalvingDoubling<T>>(
+          context_, ptrs, int(count), GlooReduction<T>(op));
+    } else {
+      c->algorithm = std::make_unique<::gloo::AllreduceRingChunked<T>>(
+          context_, ptrs, int(count), GlooReduction<T>(op));
+    }
+  });
+  cache_.push_front(std::move(c));
+  return *cache_.front();
+}
+
+void GlooBackend::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
+  if (size_ == 1 || count == 0) return;
+  Guard("allreduce", [&] {
+    Cached& c = AllreduceAlgorithm(count, dtype, op);
+    std::memcpy(c.staging.data(), data, c.staging.size());
+    c.algorithm->run();
+    std::memcpy(data, c.staging.data(), c.staging.size());
+  });
+  if (op == ReduceOp::kAvg) DivideBy(data, count, dtype, size_);
+}
+
+void GlooBackend::broadcast(void* data, size_t count, DType dtype, int root) {
+  FLOTILLA_ENFORCE(root >= 0 && root < size_, "broadcast root ", root, " outside group of ", size_);
+  if (size_ == 1 || count == 0) return;
+  Guard("broadcast", [&] {
+    ::gloo::BroadcastOptions opts(context_);
+    opts.setOutput(static_cast<char*>(data), count * SizeOf(dtype));
+    opts.setRoot(root);
+    opts.setTimeout(options_.timeout);
+    ::gloo::broadcast(opts);
+  });
+}
+
+void GlooBackend::allgather(const void* in, void* out, size_t count, DType dtype) {
+  const size_t bytes = count * SizeOf(dtype);
+  if (bytes == 0) return;
+  if (size_ == 1) {
+    std::memcpy(out, in, bytes);
+    return;
+  }
+  Guard("allgather", [&] {
+    ::gloo::AllgatherOptions opts(context_);
+    opts.setInput(const_cast<char*>(static_cast<const char*>(in)), bytes);
+    opts.setOutput(static_cast<char*>(out), bytes * size_);
+    opts.setTimeout(options_.timeout);
+    ::gloo::allgather(opts);
+  });
+}
+
+void GlooBackend::reduce_scatter(const void* in, void* out, size_t count, DType dtype,
+                                 ReduceOp op) {
+  const size_t bytes = count * SizeOf(dtype);
+  std::vector<char> all(static_cast<const char*>(in),
+                        static_cast<const char*>(in) + bytes * size_);
+  allreduce(all.data(), count * size_, dtype, op);
+  if (bytes) std::memcpy(out, all.data() + rank_ * bytes, bytes);
+}
+
+// Gloo's own reduce is many times slower than its allreduce beyond two
+// ranks; an allreduce leaves the root (and everyone) with the result.
+void GlooBackend::reduce(void* data, size_t count, DType dtype, ReduceOp op, int root) {
+  FLOTILLA_ENFORCE(root >= 0 && root < size_, "reduce root ", root, " outside group of ", size_);
+  allreduce(data, count, dtype, op);
+}
+
+void GlooBackend::barrier() {
+  if (size_ == 1) return;
+  Guard("barrier", [&] {
+    ::gloo::BarrierOptions opts(context_);
+    opts.setTimeout(options_.timeout);
+    ::gloo::barrier(opts);
+  });
+}
+
+void GlooBackend::send(const void* data, size_t bytes, int peer, uint32_t tag) {
+  FLOTILLA_ENFORCE(peer >= 0 && peer < size_ && peer != rank_, "send to invalid peer ", peer);
+  char dummy = 0;
+  void* p = bytes ? const_cast<void*>(data) : &dummy;
+  Guard("send", [&] {
+    auto buf = context_->createUnboundBuffer(p, bytes ? bytes : 1);
+    buf->send(peer, kP2PSlotBase | tag);
+    FLOTILLA_CHECK(buf->waitSend(options_.timeout), DeadlineExceeded, "gloo send on rank ", rank_,
+                   " to rank ", peer, " did not complete within ", options_.timeout.count(), "ms");
+  });
+}
+
+void GlooBackend::recv(void* data, size_t bytes, int peer, uint32_t tag) {
+  FLOTILLA_ENFORCE(peer >= 0 && peer < size_ && peer != rank_, "recv from invalid peer ", peer);
+  char dummy = 0;
+  void* p = bytes ? data : &dummy;
+  Guard("recv", [&] {
+    auto buf = context_->createUnboundBuffer(p, bytes ? bytes : 1);
+    buf->recv(peer, kP2PSlotBase | tag);
+    FLOTILLA_CHECK(buf->waitRecv(options_.timeout), DeadlineExceeded, "gloo recv on rank ", rank_,
+                   " from rank ", peer, " did not complete within ", options_.timeout.count(),
+                   "ms");
+  });
+}
+
+}  // namespace flotilla::comm::gloo_backend

@@ -1,0 +1,25 @@
+#include "flotilla/comm/work.h"
+
+namespace flotilla::comm {
+
+void Work::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+  if (error_) std::rethrow_exception(error_);
+}
+
+bool Work::completed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void Work::Finish(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    error_ = std::move(error);
+  }
+  cv_.notify_all();
+}
+
+}  // namespace flotilla::comm
