@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "comm/gloo/store_adapter.h"
+#include "comm/derived_ops.h"
 #include "comm/reduce_kernels.h"
 #include "flotilla/common/enforce.h"
 
@@ -166,19 +167,14 @@ void GlooBackend::allgather(const void* in, void* out, size_t count, DType dtype
 }
 
 void GlooBackend::reduce_scatter(const void* in, void* out, size_t count, DType dtype,
-                                 ReduceOp op) {
-  const size_t bytes = count * SizeOf(dtype);
-  std::vector<char> all(static_cast<const char*>(in),
-                        static_cast<const char*>(in) + bytes * size_);
-  allreduce(all.data(), count * size_, dtype, op);
-  if (bytes) std::memcpy(out, all.data() + rank_ * bytes, bytes);
+                                ReduceOp op) {
+  ReduceScatterViaAllreduce(*this, rank_, size_, in, out, count, dtype, op);
 }
 
-// Gloo's own reduce is many times slower than its allreduce beyond two
-// ranks; an allreduce leaves the root (and everyone) with the result.
+// A dedicated reduce would save little: the allreduce is already the
+// bandwidth-optimal pattern here.
 void GlooBackend::reduce(void* data, size_t count, DType dtype, ReduceOp op, int root) {
-  FLOTILLA_ENFORCE(root >= 0 && root < size_, "reduce root ", root, " outside group of ", size_);
-  allreduce(data, count, dtype, op);
+  ReduceViaAllreduce(*this, size_, data, count, dtype, op, root);
 }
 
 void GlooBackend::barrier() {

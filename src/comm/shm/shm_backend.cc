@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/derived_ops.h"
 #include "comm/reduce_kernels.h"
 #include "comm/rendezvous.h"
 #include "flotilla/common/enforce.h"
@@ -260,17 +261,14 @@ void ShmBackend::AllgatherRound(const char* in, char* out, size_t bytes, size_t 
 }
 
 void ShmBackend::reduce_scatter(const void* in, void* out, size_t count, DType dtype,
-                                ReduceOp op) {
-  const size_t bytes = count * SizeOf(dtype);
-  std::vector<char> all(static_cast<const char*>(in),
-                        static_cast<const char*>(in) + bytes * size_);
-  allreduce(all.data(), count * size_, dtype, op);
-  if (bytes) std::memcpy(out, all.data() + rank_ * bytes, bytes);
+                               ReduceOp op) {
+  ReduceScatterViaAllreduce(*this, rank_, size_, in, out, count, dtype, op);
 }
 
+// A dedicated reduce would save little: the allreduce is already the
+// bandwidth-optimal pattern here.
 void ShmBackend::reduce(void* data, size_t count, DType dtype, ReduceOp op, int root) {
-  FLOTILLA_ENFORCE(root >= 0 && root < size_, "reduce root ", root, " outside group of ", size_);
-  allreduce(data, count, dtype, op);
+  ReduceViaAllreduce(*this, size_, data, count, dtype, op, root);
 }
 
 void ShmBackend::barrier() {
