@@ -31,7 +31,7 @@ std::vector<std::string> LaunchArgs(const TempDir& dir, const std::vector<std::s
 TEST(LaunchAbort, NamesEveryFailedRankWithItsCause) {
   TempDir dir;
   Child launcher(LaunchArgs(dir, {"--nproc_per_node", "4", "--grace_period", "3"},
-                            {"--ignore_term@3", "--print", "25", "--delay", "0.3", "--exit", "3@2",
+                            {"--ignore_term@3", "--store_barrier", "--print", "25", "--delay", "0.3", "--exit", "3@2",
                              "--delay", "0.7", "--signal", "KILL@3", "--sleep", "60"}),
                  dir.path());
   ASSERT_TRUE(WaitForFiles(dir.path(), "pid.", 4, seconds(30))) << launcher.Stderr();
@@ -69,7 +69,7 @@ TEST(LaunchAbort, GracePeriodThenSigkill) {
   TempDir dir;
   const auto start = Clock::now();
   Child launcher(LaunchArgs(dir, {"--nproc_per_node", "3", "--grace_period", "1"},
-                            {"--ignore_term", "--delay", "0.2", "--exit", "5@1", "--sleep", "60"}),
+                            {"--ignore_term", "--store_barrier", "--delay", "0.2", "--exit", "5@1", "--sleep", "60"}),
                  dir.path());
   EXPECT_EQ(launcher.WaitCode(seconds(30)), 5);
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
@@ -122,7 +122,7 @@ TEST(LaunchAbort, CrashDuringShutdownStillCounts) {
   // both are reported, rank 2 (stopped by SIGTERM) is not.
   TempDir dir;
   Child launcher(LaunchArgs(dir, {"--nproc_per_node", "3", "--grace_period", "5"},
-                            {"--ignore_term@1", "--delay", "0.2", "--exit", "7@0", "--delay", "0.5",
+                            {"--ignore_term@1", "--store_barrier", "--delay", "0.2", "--exit", "7@0", "--delay", "0.5",
                              "--signal", "SEGV@1", "--sleep", "60"}),
                  dir.path());
   EXPECT_EQ(launcher.WaitCode(seconds(30)), 7);

@@ -20,7 +20,7 @@ std::vector<std::string> PsArgs(const TempDir& dir, const std::vector<std::strin
 TEST(LaunchPs, ServersStopWhenEveryWorkerSucceeded) {
   TempDir dir;
   // Servers would serve for a minute; workers train for 0.5 s.
-  Child launcher(PsArgs(dir, {"--sleep", "60@s0", "--sleep", "60@s1", "--sleep", "0.5"}),
+  Child launcher(PsArgs(dir, {"--store_barrier", "--sleep", "60@s0", "--sleep", "60@s1", "--sleep", "0.5"}),
                  dir.path());
   ASSERT_TRUE(WaitForFiles(dir.path(), "pid.", 4, seconds(30))) << launcher.Stderr();
   const auto pids = ProbePids(dir.path());

@@ -153,12 +153,12 @@ int main(int argc, char** argv) {
     WriteFile(out + "/env." + tag + ".json", record.dump());
     WriteFile(out + "/pid." + tag, std::to_string(getpid()));
   }
+  std::cout << "probe " << tag << " pid " << getpid() << " started" << std::endl;
   // After the files: once anyone passes the barrier, every record exists.
   if (barrier) {
     std::string result = StoreBarrier(tag);
     if (!out.empty()) WriteFile(out + "/barrier." + tag, result);
   }
-  std::cout << "probe " << tag << " pid " << getpid() << " started" << std::endl;
   for (auto& [k, v] : actions) {
     if (k == "--print") {
       for (int n = 0; n < std::atoi(v.c_str()); ++n) std::cout << "line " << n << " of " << tag << "\n";
