@@ -1,0 +1,64 @@
+// GeoCommunicator: the trainer side of GEO mode. The trainer optimises its
+// own copy of the parameters; every k_steps the communicator pushes the
+// change since the last sync (the delta, divided by the number of trainers
+// by default, as Paddle's GEO-SGD does) and pulls the servers' fresh values.
+//
+//   GeoCommunicator geo(client, {.k_steps = 100});
+//   geo.AddDense("fc_0.w_0", w);       // w: the trainer's parameter tensor
+//   geo.Init();                         // trainer 0 seeds the servers
+//   for (...) { local step updating w in place; geo.Step(); }
+//   geo.Sync();                         // push what is left
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "flotilla/core/tensor.h"
+#include "flotilla/ps/client.h"
+
+namespace flotilla::ps {
+
+struct GeoOptions {
+  int k_steps = 100;
+  bool scale_delta_by_trainers = true;
+};
+
+// Not thread-safe: one training loop drives it.
+class GeoCommunicator {
+ public:
+  GeoCommunicator(std::shared_ptr<PsClient> client, GeoOptions options);
+  ~GeoCommunicator();
+  GeoCommunicator(const GeoCommunicator&) = delete;
+  GeoCommunicator& operator=(const GeoCommunicator&) = delete;
+
+  // `param` is shared, not copied: syncs write fresh values into its buffer.
+  void AddDense(const std::string& name, Tensor param, int64_t row_width = 1);
+  // A sparse table whose rows the trainer reads with PullSparse and writes
+  // back with UpdateSparse.
+  void AddSparse(const std::string& name);
+  // Trainer 0 writes its dense values to the servers; all trainers then meet
+  // at a barrier and the others pull them. Call once, on every trainer.
+  void Init();
+
+  // Local rows [keys.size(), dim]: cached rows, missing ones fetched from the
+  // servers (and remembered as the base of the next delta).
+  Tensor PullSparse(const std::string& name, std::span<const int64_t> keys);
+  // Writes locally optimised rows back into the cache (keys from PullSparse).
+  void UpdateSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& rows);
+
+  // Counts a local step; every k_steps calls Sync(). Returns true when it synced.
+  bool Step();
+  // Pushes dense and sparse deltas, pulls fresh dense values into the
+  // parameters and drops the sparse cache (next pulls fetch fresh rows).
+  void Sync();
+  int64_t syncs() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace flotilla::ps

@@ -1,0 +1,158 @@
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "flotilla/common/error.h"
+#include "flotilla/ps/communicator.h"
+#include "flotilla/ps/geo_communicator.h"
+#include "flotilla/ps/server.h"
+
+namespace flotilla::ps {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One server with dense "w" (4 floats, SGD lr 0.5, starting at 1) and sparse
+// "emb" (dim 2, SGD lr 0.5, starting at 0).
+std::unique_ptr<PsServer> StartServer(PsMode mode, int num_trainers) {
+  PsServerOptions o;
+  o.endpoint = "127.0.0.1:0";
+  o.mode = mode;
+  o.num_trainers = num_trainers;
+  auto server = std::make_unique<PsServer>(o);
+  DenseTableConfig w;
+  w.name = "w";
+  w.numel = 4;
+  w.rule = MakeUpdateRule(UpdateRuleConfig::Sgd(0.5f));
+  w.initializer = InitializerConfig::Constant(1.0f);
+  server->AddDenseTable(w);
+  SparseTableConfig emb;
+  emb.name = "emb";
+  emb.dim = 2;
+  emb.rule = MakeUpdateRule(UpdateRuleConfig::Sgd(0.5f));
+  server->AddSparseTable(emb);
+  server->Start();
+  return server;
+}
+
+Tensor Filled(float v, Dims dims) {
+  Tensor t(DType::kFloat32, dims);
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = v;
+  return t;
+}
+
+TEST(AsyncCommunicator, MergesUpToMaxMergeVarNumPerPush) {
+  auto server = StartServer(PsMode::kAsync, 1);
+  auto client = std::make_shared<PsClient>(std::vector<std::string>{server->endpoint()}, 0, 1);
+  CommunicatorOptions o;
+  o.send_queue_size = 8;
+  o.max_merge_var_num = 4;
+  o.independent_recv_thread = false;
+  AsyncCommunicator comm(client, o);
+  comm.AddDense("w", {4});
+  comm.AddSparse("emb");
+  // Queued before Start(): the send thread finds 8 gradients and merges 4 at a time.
+  for (int i = 0; i < 8; ++i) comm.SendDense("w", Filled(0.25f, {4}));
+  comm.SendSparse("emb", SelectedRows({3, 5}, Filled(1.0f, {2, 2}), 10));
+  comm.SendSparse("emb", SelectedRows({3}, Filled(1.0f, {1, 2}), 10));
+  comm.Start();
+  comm.Flush();
+  EXPECT_EQ(comm.pushes(), 3);  // w twice, emb once
+  Tensor w(DType::kFloat32, {4});
+  comm.RecvDense("w", &w);
+  EXPECT_EQ(w.ToVector<float>(), std::vector<float>(4, 1.0f - 0.5f * 0.25f * 8));
+  Tensor rows = client->PullSparse("emb", std::vector<int64_t>{3, 5});
+  EXPECT_EQ(rows.ToVector<float>(), (std::vector<float>{-1, -1, -0.5f, -0.5f}));
+  comm.Stop();
+}
+
+TEST(AsyncCommunicator, AverageMergeAndIndependentRecvThread) {
+  auto server = StartServer(PsMode::kAsync, 1);
+  auto client = std::make_shared<PsClient>(std::vector<std::string>{server->endpoint()}, 0, 1);
+  CommunicatorOptions o;
+  o.merge_average = true;
+  o.max_merge_var_num = 4;
+  AsyncCommunicator comm(client, o);
+  comm.AddDense("w", {2, 2}, 2);
+  comm.SendDense("w", Filled(0.5f, {2, 2}));
+  comm.SendDense("w", Filled(1.5f, {2, 2}));
+  comm.Start();
+  comm.Flush();
+  Tensor w(DType::kFloat32, {2, 2});
+  comm.RecvDense("w", &w);
+  EXPECT_EQ(w.ToVector<float>(), std::vector<float>(4, 1.0f - 0.5f * 1.0f));  // one mean step
+  comm.Stop();
+  EXPECT_THROW(comm.SendDense("w", Filled(0, {2, 2})), InvalidArgument);
+  EXPECT_THROW(comm.SendDense("nope", Filled(0, {2, 2})), NotFound);
+}
+
+TEST(AsyncCommunicator, FullQueueBlocksTheSenderUntilTheThreadDrainsIt) {
+  auto server = StartServer(PsMode::kAsync, 1);
+  auto client = std::make_shared<PsClient>(std::vector<std::string>{server->endpoint()}, 0, 1);
+  CommunicatorOptions o;
+  o.send_queue_size = 2;
+  AsyncCommunicator comm(client, o);
+  comm.AddDense("w", {4});
+  comm.SendDense("w", Filled(0.0f, {4}));
+  comm.SendDense("w", Filled(0.0f, {4}));
+  auto third = std::async(std::launch::async, [&] { comm.SendDense("w", Filled(0.0f, {4})); });
+  EXPECT_EQ(third.wait_for(100ms), std::future_status::timeout);
+  comm.Start();
+  third.get();
+  comm.Stop();
+}
+
+TEST(AsyncCommunicator, BackgroundFailureSurfacesInTheTrainer) {
+  auto server = StartServer(PsMode::kAsync, 1);
+  PsClientOptions co;
+  co.retry_timeout = 500ms;
+  auto client = std::make_shared<PsClient>(std::vector<std::string>{server->endpoint()}, 0, 1, co);
+  AsyncCommunicator comm(client, {});
+  comm.AddDense("w", {4});
+  comm.Start();
+  server.reset();
+  comm.SendDense("w", Filled(0.0f, {4}));
+  EXPECT_THROW(comm.Flush(), Unavailable);
+}
+
+TEST(GeoCommunicator, TwoTrainersPushScaledDeltasEveryKSteps) {
+  auto server = StartServer(PsMode::kGeo, 2);
+  const std::vector<std::string> eps{server->endpoint()};
+  std::vector<std::vector<float>> final(2);
+  std::vector<std::vector<float>> rows(2);
+  auto trainer = [&](int id) {
+    auto client = std::make_shared<PsClient>(eps, id, 2);
+    GeoCommunicator geo(client, {.k_steps = 2});
+    Tensor w = Filled(id == 0 ? 3.0f : 9.0f, {4});  // trainer 0's values win at Init
+    geo.AddDense("w", w);
+    geo.AddSparse("emb");
+    geo.Init();
+    EXPECT_EQ(w.ToVector<float>(), std::vector<float>(4, 3.0f));
+    std::vector<int64_t> key{7};
+    for (int step = 0; step < 2; ++step) {
+      float* p = w.mutable_data<float>();
+      for (int i = 0; i < 4; ++i) p[i] -= (id + 1) * 1.0f;  // local "optimizer"
+      Tensor r = geo.PullSparse("emb", key);
+      r.mutable_data<float>()[0] += 2.0f;
+      geo.UpdateSparse("emb", key, r);
+      EXPECT_EQ(geo.Step(), step == 1);
+    }
+    client->Barrier();  // both deltas are on the server
+    geo.Sync();         // nothing changed locally since: pulls only
+    final[id] = w.ToVector<float>();
+    rows[id] = client->PullSparse("emb", key).ToVector<float>();
+  };
+  std::thread t0(trainer, 0), t1(trainer, 1);
+  t0.join();
+  t1.join();
+  // Deltas -2 and -4, each halved: 3 - 1 - 2 = 0.
+  EXPECT_EQ(final[0], std::vector<float>(4, 0.0f));
+  EXPECT_EQ(final[1], std::vector<float>(4, 0.0f));
+  // Each trainer added 4 to the row over two steps, halved: 0 + 2 + 2.
+  EXPECT_EQ(rows[0], (std::vector<float>{4.0f, 0.0f}));
+}
+
+}  // namespace
+}  // namespace flotilla::ps

@@ -1,0 +1,164 @@
+#include "flotilla/ps/geo_communicator.h"
+
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "flotilla/common/enforce.h"
+
+namespace flotilla::ps {
+
+class GeoCommunicator::Impl {
+ public:
+  struct Dense {
+    Tensor param;  // the trainer's tensor (shared buffer)
+    Tensor base;   // its value at the last sync
+    int64_t row_width = 1;
+  };
+  struct Row {
+    std::vector<float> value, base;
+  };
+  struct Sparse {
+    int64_t dim = 0;  // known after the first fetch
+    std::unordered_map<int64_t, Row> rows;
+  };
+
+  std::vector<DenseVar> DenseVars() const {
+    std::vector<DenseVar> vars;
+    for (const auto& [name, d] : dense) vars.push_back({name, d.param, d.row_width});
+    return vars;
+  }
+  void SyncDense();
+  void SyncSparse(const std::string& name, Sparse& table);
+  void Fetch(const std::string& name, Sparse& table, std::span<const int64_t> keys);
+  Sparse& Table(const std::string& name) {
+    auto it = sparse.find(name);
+    FLOTILLA_CHECK(it != sparse.end(), NotFound, "GEO communicator has no sparse table '", name, "'");
+    return it->second;
+  }
+
+  std::shared_ptr<PsClient> client;
+  GeoOptions options;
+  std::map<std::string, Dense> dense;
+  std::map<std::string, Sparse> sparse;
+  int64_t steps = 0;
+  int64_t syncs = 0;
+  float scale = 1.0f;
+};
+
+GeoCommunicator::GeoCommunicator(std::shared_ptr<PsClient> client, GeoOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  FLOTILLA_ENFORCE_GE(options.k_steps, 1, "GEO k_steps");
+  impl_->client = std::move(client);
+  impl_->options = options;
+  if (options.scale_delta_by_trainers) impl_->scale = 1.0f / impl_->client->num_trainers();
+}
+
+GeoCommunicator::~GeoCommunicator() = default;
+
+void GeoCommunicator::AddDense(const std::string& name, Tensor param, int64_t row_width) {
+  FLOTILLA_ENFORCE(param.dtype() == DType::kFloat32, "GEO parameter '", name, "' must be float32");
+  Tensor base = param.Clone();
+  impl_->dense[name] = Impl::Dense{std::move(param), std::move(base), row_width};
+}
+
+void GeoCommunicator::AddSparse(const std::string& name) { impl_->sparse[name]; }
+
+void GeoCommunicator::Init() {
+  auto vars = impl_->DenseVars();
+  if (impl_->client->trainer_id() == 0) impl_->client->InitDense(vars);
+  impl_->client->Barrier();
+  if (impl_->client->trainer_id() != 0) impl_->client->PullDense(vars);
+  for (auto& [name, d] : impl_->dense) d.base = d.param.Clone();
+}
+
+void GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
+                                  std::span<const int64_t> keys) {
+  std::vector<int64_t> missing;
+  for (int64_t k : keys) {
+    if (!table.rows.count(k)) missing.push_back(k);
+  }
+  if (missing.empty()) return;
+  Tensor fresh = client->PullSparse(name, missing);
+  table.dim = fresh.dim(1);
+  const float* p = fresh.data<float>();
+  for (size_t i = 0; i < missing.size(); ++i) {
+    std::vector<float> row(p + i * table.dim, p + (i + 1) * table.dim);
+    table.rows[missing[i]] = Row{row, row};
+  }
+}
+
+Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int64_t> keys) {
+  Impl::Sparse& table = impl_->Table(name);
+  impl_->Fetch(name, table, keys);
+  Tensor out(DType::kFloat32, {static_cast<int64_t>(keys.size()), table.dim});
+  float* dst = out.mutable_data<float>();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto& v = table.rows.at(keys[i]).value;
+    std::memcpy(dst + i * table.dim, v.data(), v.size() * sizeof(float));
+  }
+  return out;
+}
+
+void GeoCommunicator::UpdateSparse(const std::string& name, std::span<const int64_t> keys,
+                                   const Tensor& rows) {
+  Impl::Sparse& table = impl_->Table(name);
+  FLOTILLA_ENFORCE_EQ(rows.numel(), static_cast<int64_t>(keys.size()) * table.dim,
+                      "GEO UpdateSparse('", name, "'): rows must be [keys, dim]");
+  const float* src = rows.data<float>();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = table.rows.find(keys[i]);
+    FLOTILLA_CHECK(it != table.rows.end(), NotFound, "GEO UpdateSparse('", name, "'): key ",
+                   keys[i], " was not pulled since the last sync");
+    std::memcpy(it->second.value.data(), src + i * table.dim, table.dim * sizeof(float));
+  }
+}
+
+bool GeoCommunicator::Step() {
+  if (++impl_->steps % impl_->options.k_steps != 0) return false;
+  Sync();
+  return true;
+}
+
+void GeoCommunicator::Impl::SyncDense() {
+  if (dense.empty()) return;
+  std::vector<DenseVar> deltas;
+  for (const auto& [name, d] : dense) {
+    Tensor delta(DType::kFloat32, d.param.dims());
+    float* o = delta.mutable_data<float>();
+    const float* p = d.param.data<float>();
+    const float* b = d.base.data<float>();
+    for (int64_t i = 0; i < delta.numel(); ++i) o[i] = (p[i] - b[i]) * scale;
+    deltas.push_back({name, delta, d.row_width});
+  }
+  client->PushDenseDelta(deltas);
+  auto vars = DenseVars();
+  client->PullDense(vars);
+  for (auto& [name, d] : dense) d.base = d.param.Clone();
+}
+
+// Pushes the rows that changed since they were fetched, then forgets the
+// cache so the next pulls see other trainers' updates.
+void GeoCommunicator::Impl::SyncSparse(const std::string& name, Sparse& table) {
+  std::vector<int64_t> keys;
+  std::vector<float> deltas;
+  for (const auto& [key, row] : table.rows) {
+    if (row.value == row.base) continue;
+    keys.push_back(key);
+    for (int64_t j = 0; j < table.dim; ++j) deltas.push_back((row.value[j] - row.base[j]) * scale);
+  }
+  table.rows.clear();
+  if (keys.empty()) return;
+  client->PushSparseDelta(name, keys,
+                          Tensor::FromVector(deltas, {static_cast<int64_t>(keys.size()), table.dim}));
+}
+
+void GeoCommunicator::Sync() {
+  impl_->SyncDense();
+  for (auto& [name, table] : impl_->sparse) impl_->SyncSparse(name, table);
+  ++impl_->syncs;
+}
+
+int64_t GeoCommunicator::syncs() const { return impl_->syncs; }
+
+}  // namespace flotilla::ps
