@@ -22,7 +22,8 @@ Buffer::Buffer(size_t bytes) : size_(bytes) {
 Buffer::~Buffer() { std::free(data_); }
 
 Tensor::Tensor(DType dtype, Dims dims, Place place)
-    : dims_(std::move(dims)), dtype_(dtype), place_(place) {
+    : dims_(std::move(dims)), numel_(Numel(dims_)), dtype_(dtype), place_(place) {
+  FLOTILLA_ENFORCE(numel_ >= 0, "cannot create a tensor of shape ", DimsToString(dims_));
   raw_mutable_data(dtype);
 }
 
@@ -39,6 +40,7 @@ bool Tensor::initialized() const {
 Tensor& Tensor::Resize(Dims dims) {
   for (auto d : dims) FLOTILLA_ENFORCE(d >= 0, "cannot resize a tensor to ", DimsToString(dims));
   dims_ = std::move(dims);
+  numel_ = Numel(dims_);
   return *this;
 }
 
@@ -51,6 +53,7 @@ Tensor& Tensor::Reshape(Dims dims) {
   FLOTILLA_ENFORCE_EQ(Numel(dims), numel(), "cannot reshape ", DimsToString(dims_), " to ",
                       DimsToString(dims));
   dims_ = std::move(dims);
+  numel_ = Numel(dims_);
   return *this;
 }
 
@@ -82,10 +85,12 @@ void Tensor::CheckType(DType expected) const {
 void Tensor::CopyFrom(const Tensor& other) {
   if (buffer_ != nullptr && buffer_ == other.buffer_ && offset_ == other.offset_) {
     dims_ = other.dims_;
+    numel_ = other.numel_;
     dtype_ = other.dtype_;
     return;
   }
   dims_ = other.dims_;
+  numel_ = other.numel_;
   place_ = other.place_;
   void* dst = raw_mutable_data(other.dtype_);
   if (other.nbytes() > 0) std::memcpy(dst, other.raw_data(), other.nbytes());
@@ -104,6 +109,7 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   int64_t row = dims_[0] == 0 ? 0 : numel() / dims_[0];
   t.offset_ = offset_ + static_cast<size_t>(begin * row) * SizeOf(dtype_);
   t.dims_[0] = end - begin;
+  t.numel_ = Numel(t.dims_);
   return t;
 }
 

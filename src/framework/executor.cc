@@ -33,18 +33,14 @@ int64_t NowNanos() {
 
 struct Executor::Prepared {
   uint64_t version = ~0ull;
-  Scope* local = nullptr;
+  std::unique_ptr<Scope> local;
   std::vector<PreparedOp> ops;
   std::vector<std::string> data_inputs;  // data variables the ops read
 };
 
 Executor::Executor(Place place) : place_(place) {}
 
-Executor::~Executor() {
-  for (auto& [key, prepared] : cache_) {
-    const_cast<Scope*>(key.second)->DeleteScope(prepared->local);
-  }
-}
+Executor::~Executor() = default;
 
 namespace {
 
@@ -89,11 +85,11 @@ std::vector<std::string> DataInputs(const Block& block) {
 }  // namespace
 
 Executor::Prepared& Executor::Prepare(const Program& program, Scope& scope) {
-  auto& slot = cache_[{program.id(), &scope}];
+  auto& slot = cache_[{program.id(), scope.id()}];
   if (slot && slot->version == program.version()) return *slot;
   if (!slot) {
     slot = std::make_unique<Prepared>();
-    slot->local = &scope.NewScope();
+    slot->local = std::make_unique<Scope>(&scope);
   }
   Prepared& p = *slot;
   const Block& block = program.global_block();

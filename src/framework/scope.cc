@@ -1,6 +1,7 @@
 #include "flotilla/framework/scope.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "flotilla/common/enforce.h"
 
@@ -54,6 +55,14 @@ SelectedRows* ScopeVar::ResetSelectedRows() {
 
 // ------------------------------------------------------------------- Scope
 
+namespace {
+std::atomic<uint64_t> next_scope_id{1};
+}
+
+Scope::Scope() : id_(next_scope_id++) {}
+
+Scope::Scope(Scope* parent) : parent_(parent), id_(next_scope_id++) {}
+
 Scope::~Scope() = default;
 
 ScopeVar* Scope::Var(const std::string& name) {
@@ -97,8 +106,7 @@ std::vector<std::string> Scope::LocalVarNames() const {
 
 Scope& Scope::NewScope() {
   std::lock_guard<std::mutex> lock(mu_);
-  kids_.push_back(std::make_unique<Scope>());
-  kids_.back()->parent_ = this;
+  kids_.push_back(std::make_unique<Scope>(this));
   return *kids_.back();
 }
 

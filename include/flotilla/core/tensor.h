@@ -49,7 +49,7 @@ class Tensor {
   const Dims& dims() const { return dims_; }
   int64_t dim(int i) const;
   int rank() const { return static_cast<int>(dims_.size()); }
-  int64_t numel() const { return Numel(dims_); }
+  int64_t numel() const { return numel_; }
   DType dtype() const { return dtype_; }
   const Place& place() const { return place_; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * SizeOf(dtype_); }
@@ -92,6 +92,7 @@ class Tensor {
   std::shared_ptr<Buffer> buffer_;
   size_t offset_ = 0;  // bytes into buffer_
   Dims dims_;
+  int64_t numel_ = 1;  // Numel(dims_), cached: kernels call numel() in loops
   DType dtype_ = DType::kFloat32;
   Place place_;
 };

@@ -1,9 +1,11 @@
 // Executor: runs a Program's global block on a Place, in a Scope.
 //
 // Persistable variables (parameters, optimizer state) live in the scope the
-// caller passes (default global_scope()); temporaries live in a kid scope
-// that the executor keeps per (program, scope) and reuses across runs, so a
-// training loop allocates nothing after its first step. Programs are prepared
+// caller passes (default global_scope()); temporaries live in a scope the
+// executor owns, one per (program, scope), whose lookups fall back to the
+// caller's and which is reused across runs, so a training loop allocates
+// nothing after its first step. The caller's scope may be destroyed before
+// the executor, but not used by it afterwards. Programs are prepared
 // once per version (ops resolved to kernels and variables).
 //
 // Run() is not thread-safe for one Executor; use one Executor per thread.
@@ -44,6 +46,14 @@ class Executor {
                           const std::vector<std::string>& fetch_list = {},
                           Scope* scope = nullptr);
 
+  // Paddle's spellings, for code moved from fluid: exe.run(startup).
+  std::vector<Tensor> run(const Program& program, const FeedMap& feed = {},
+                          const std::vector<std::string>& fetch_list = {},
+                          Scope* scope = nullptr) {
+    return Run(program, feed, fetch_list, scope);
+  }
+  void close() { Close(); }
+
   // Tells every remote service this trainer used (parameter servers) that it
   // has finished, by running the hooks registered with AddCloseHook. Safe to
   // call more than once.
@@ -59,7 +69,7 @@ class Executor {
   Prepared& Prepare(const Program& program, Scope& scope);
 
   Place place_;
-  std::map<std::pair<uint64_t, const Scope*>, std::unique_ptr<Prepared>> cache_;
+  std::map<std::pair<uint64_t, uint64_t>, std::unique_ptr<Prepared>> cache_;  // (program id, scope id)
   OpObserver observer_;
   bool closed_ = false;
 };

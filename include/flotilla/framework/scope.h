@@ -56,7 +56,10 @@ class ScopeVar {
 
 class Scope {
  public:
-  Scope() = default;
+  Scope();
+  // A scope whose lookups fall back to `parent`, owned by the caller (not by
+  // the parent). The caller must not use it after `parent` is destroyed.
+  explicit Scope(Scope* parent);
   ~Scope();
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
@@ -76,10 +79,13 @@ class Scope {
   void DeleteScope(Scope* kid);
   void DropKids();
   const Scope* parent() const { return parent_; }
+  // Unique per Scope object for the life of the process (addresses are not).
+  uint64_t id() const { return id_; }
 
  private:
   mutable std::mutex mu_;
   Scope* parent_ = nullptr;
+  uint64_t id_;
   std::unordered_map<std::string, std::unique_ptr<ScopeVar>> vars_;  // guarded by mu_
   std::vector<std::unique_ptr<Scope>> kids_;                         // guarded by mu_
 };

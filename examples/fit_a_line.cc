@@ -1,0 +1,113 @@
+// Seed 000's model: linear regression of Boston house prices.
+//
+//   y_predict = fc(x, 1); loss = mean(square_error_cost(y_predict, y))
+//   SGD(0.001), batch 20, shuffled with a 500-sample buffer.
+//
+// Prints the training MSE as it goes and, as its last line, a JSON object:
+//   {"test_mse":…, "train_mse":…, "epochs":…, "samples_per_sec":…}
+// With --model_dir, saves an inference model (x → y_predict) there.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "flotilla/api/layers.h"
+#include "flotilla/api/optimizer.h"
+#include "flotilla/framework/executor.h"
+#include "flotilla/framework/op_registry.h"
+#include "flotilla/io/data_feeder.h"
+#include "flotilla/io/datasets/uci_housing.h"
+#include "flotilla/io/inference_model.h"
+#include "flotilla/io/reader.h"
+
+using namespace flotilla;
+
+namespace {
+
+struct Flags {
+  int epochs = 30;
+  int batch_size = 20;
+  float lr = 0.001f;
+  std::string model_dir;
+  uint64_t seed = 1;
+};
+
+// Mean of the loss over one pass of `reader`, weighted by batch size.
+double Evaluate(Executor& exe, const Program& program, const io::DataFeeder& feeder,
+                const io::BatchReader& reader, const Variable& loss) {
+  double sum = 0;
+  int64_t count = 0;
+  auto next = reader();
+  while (auto batch = next()) {
+    auto out = exe.run(program, feeder.Feed(*batch), {loss.name()});
+    sum += out[0].data<float>()[0] * static_cast<double>(batch->size());
+    count += static_cast<int64_t>(batch->size());
+  }
+  return count == 0 ? 0 : sum / static_cast<double>(count);
+}
+
+int Run(const Flags& flags) {
+  RegisterAllOps();
+  Program main, startup;
+  ProgramGuard guard(main, startup);
+  main.set_random_seed(flags.seed);
+  startup.set_random_seed(flags.seed);
+
+  auto x = layers::data("x", {13});
+  auto y = layers::data("y", {1});
+  auto y_predict = layers::fc(x, 1);
+  auto loss = layers::mean(layers::square_error_cost(y_predict, y));
+  Program test_program = main.Clone(/*for_test=*/true);
+  optimizer::SGD(flags.lr).minimize(loss);
+
+  Executor exe(CPUPlace());
+  exe.run(startup);
+  io::DataFeeder feeder({x, y});
+  auto train = io::Batch(io::Shuffle(io::uci_housing::Train(), 500, flags.seed), flags.batch_size);
+  auto train_eval = io::Batch(io::uci_housing::Train(), flags.batch_size);
+  auto test = io::Batch(io::uci_housing::Test(), flags.batch_size);
+
+  int64_t samples = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int epoch = 0; epoch < flags.epochs; ++epoch) {
+    auto next = train();
+    while (auto batch = next()) {
+      exe.run(main, feeder.Feed(*batch), {loss.name()});
+      samples += static_cast<int64_t>(batch->size());
+    }
+    if ((epoch + 1) % 10 == 0 || epoch + 1 == flags.epochs) {
+      std::cout << "epoch " << epoch + 1 << " train_mse "
+                << Evaluate(exe, test_program, feeder, train_eval, loss) << std::endl;
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!flags.model_dir.empty()) {
+    io::SaveInferenceModel(flags.model_dir, {"x"}, {y_predict.name()}, exe, main, global_scope());
+    std::cout << "saved inference model to " << flags.model_dir << std::endl;
+  }
+  nlohmann::json result = {{"test_mse", Evaluate(exe, test_program, feeder, test, loss)},
+                           {"train_mse", Evaluate(exe, test_program, feeder, train_eval, loss)},
+                           {"epochs", flags.epochs},
+                           {"samples_per_sec", secs > 0 ? samples / secs : 0.0}};
+  std::cout << result.dump() << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fit_a_line: seed 000's linear regression on UCI housing"};
+  Flags flags;
+  app.add_option("--epochs", flags.epochs, "passes over the training set")->check(CLI::PositiveNumber);
+  app.add_option("--batch_size", flags.batch_size, "samples per step")->check(CLI::PositiveNumber);
+  app.add_option("--lr", flags.lr, "SGD learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--model_dir", flags.model_dir, "save an inference model here");
+  app.add_option("--seed", flags.seed, "random seed for initialisation and shuffling");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return Run(flags);
+  } catch (const std::exception& e) {
+    std::cerr << "fit_a_line: " << e.what() << std::endl;
+    return 1;
+  }
+}

@@ -1,0 +1,92 @@
+// Layers: functions that append ops (and their parameters) to the default
+// main and startup programs and return the output variable — Paddle's
+// fluid.layers in C++. Use a ProgramGuard to build into other programs.
+//
+//   auto x = layers::data("x", {13});              // [-1, 13] float32
+//   auto pred = layers::fc(x, 1);
+//   auto loss = layers::mean(layers::square_error_cost(pred, y));
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "flotilla/api/param_attr.h"
+#include "flotilla/framework/program.h"
+
+namespace flotilla::layers {
+
+// A variable fed by the user. When `shape` holds no -1 and
+// append_batch_size is set, a leading -1 (the batch) is added, as Paddle's
+// fluid.layers.data does; a shape with -1 is used as is.
+Variable data(const std::string& name, Dims shape, DType dtype = DType::kFloat32,
+              bool append_batch_size = true);
+
+// out = act(input · W + b). input is flattened to 2-D at num_flatten_dims.
+// W defaults to Xavier, b to 0. act: "", "relu", "tanh", "sigmoid", "softmax".
+Variable fc(const Variable& input, int64_t size, int num_flatten_dims = 1,
+            const ParamAttr& param_attr = {}, const ParamAttr& bias_attr = {},
+            const std::string& act = "", const std::string& name = "");
+// Several inputs: Σ_i input_i · W_i + b.
+Variable fc(const std::vector<Variable>& inputs, int64_t size, int num_flatten_dims = 1,
+            const ParamAttr& param_attr = {}, const ParamAttr& bias_attr = {},
+            const std::string& act = "", const std::string& name = "");
+
+// Looks up rows of a [size[0], size[1]] table for int64 ids ([N, 1] or [N]).
+// is_sparse: the gradient is SelectedRows. is_distributed: the table lives
+// on parameter servers (the PS transpiler rewrites the lookup).
+Variable embedding(const Variable& input, std::vector<int64_t> size, bool is_sparse = false,
+                   bool is_distributed = false, int64_t padding_idx = -1,
+                   const ParamAttr& param_attr = {}, DType dtype = DType::kFloat32);
+
+Variable relu(const Variable& x);
+Variable tanh(const Variable& x);
+Variable sigmoid(const Variable& x);
+Variable softmax(const Variable& x, int axis = -1);
+Variable square(const Variable& x);
+Variable scale(const Variable& x, float scale = 1.0f, float bias = 0.0f, bool bias_after_scale = true);
+
+Variable cross_entropy(const Variable& input, const Variable& label, bool soft_label = false,
+                       int64_t ignore_index = -100);
+Variable square_error_cost(const Variable& input, const Variable& label);
+Variable softmax_with_cross_entropy(const Variable& logits, const Variable& label,
+                                    bool soft_label = false, int64_t ignore_index = -100);
+Variable sigmoid_cross_entropy_with_logits(const Variable& x, const Variable& label,
+                                           int64_t ignore_index = -100, bool normalize = false);
+
+Variable mean(const Variable& x);
+Variable reduce_sum(const Variable& x, std::vector<int32_t> dim = {}, bool keep_dim = false);
+Variable reduce_mean(const Variable& x, std::vector<int32_t> dim = {}, bool keep_dim = false);
+Variable elementwise_add(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
+Variable elementwise_sub(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
+Variable elementwise_mul(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
+Variable elementwise_div(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
+Variable matmul(const Variable& x, const Variable& y, bool transpose_x = false,
+                bool transpose_y = false, float alpha = 1.0f);
+Variable sums(const std::vector<Variable>& xs);
+Variable concat(const std::vector<Variable>& xs, int axis = 0);
+Variable reshape(const Variable& x, std::vector<int64_t> shape);
+Variable cast(const Variable& x, DType dtype);
+Variable fill_constant(std::vector<int64_t> shape, DType dtype, double value,
+                       const std::string& name = "");
+
+// Top-k accuracy of class probabilities against int64 labels: [1] float32.
+Variable accuracy(const Variable& input, const Variable& label, int k = 1);
+
+// Streaming ROC AUC (Paddle's layers.auc): `auc` covers every batch since
+// the state was last reset; stat_pos/stat_neg are the persistable
+// histograms (zeroed by the startup program).
+struct AucOutputs {
+  Variable auc;
+  Variable stat_pos;
+  Variable stat_neg;
+};
+AucOutputs auc(const Variable& input, const Variable& label, int num_thresholds = 4095);
+
+// A parameter (persistable, trainable) initialised in the startup program.
+Variable create_parameter(Dims shape, DType dtype, const ParamAttr& attr, bool is_bias = false,
+                          initializer::InitializerPtr default_initializer = nullptr);
+// A persistable variable set to `value` by the startup program.
+Variable create_global_var(Dims shape, double value, DType dtype, bool persistable = true,
+                           const std::string& name = "");
+
+}  // namespace flotilla::layers

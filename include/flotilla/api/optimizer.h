@@ -1,0 +1,112 @@
+// Optimizers (Paddle's fluid.optimizer): minimize(loss) appends backward
+// ops, then one update op per parameter, and returns both.
+//
+// minimize = backward + apply_gradients; distributed optimizers (fleet) call
+// the two halves themselves and rewrite the gradients in between.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "flotilla/framework/backward.h"
+#include "flotilla/framework/program.h"
+
+namespace flotilla::optimizer {
+
+struct MinimizeResult {
+  std::vector<OpDesc*> optimize_ops;
+  std::vector<ParamGrad> params_grads;
+};
+
+class Optimizer {
+ public:
+  explicit Optimizer(float learning_rate) : learning_rate_(learning_rate) {}
+  virtual ~Optimizer() = default;
+
+  // Appends backward and update ops to loss's program; the learning rate and
+  // accumulators are created in `startup` (default: the default startup
+  // program). Only `parameter_list` (default: every trainable parameter) is
+  // updated; `no_grad_set` variables get no gradient.
+  MinimizeResult minimize(const Variable& loss, Program* startup = nullptr,
+                          const std::vector<std::string>& parameter_list = {},
+                          const std::set<std::string>& no_grad_set = {});
+  std::vector<ParamGrad> backward(const Variable& loss, Program* startup = nullptr,
+                                  const std::vector<std::string>& parameter_list = {},
+                                  const std::set<std::string>& no_grad_set = {});
+  std::vector<OpDesc*> apply_gradients(const std::vector<ParamGrad>& params_grads);
+
+  float learning_rate() const { return learning_rate_; }
+  // The [1] persistable learning-rate variable (after minimize/backward).
+  const Variable& learning_rate_var() const { return lr_var_; }
+  virtual std::string type() const = 0;
+
+ protected:
+  // Appends the update op of one parameter.
+  virtual OpDesc& AppendUpdateOp(Block& block, const ParamGrad& pg) = 0;
+  // A persistable state variable named "<param>_<name>_0" of `shape`
+  // (default: the parameter's), filled with `value` by the startup program.
+  Variable Accumulator(const Variable& param, const std::string& name, double value,
+                       Dims shape = {});
+  Variable lr() const { return lr_var_; }
+
+ private:
+  void CreateLearningRate(Block& main);
+
+  float learning_rate_;
+  Program* startup_ = nullptr;
+  Variable lr_var_;
+};
+
+class SGD : public Optimizer {
+ public:
+  explicit SGD(float learning_rate) : Optimizer(learning_rate) {}
+  std::string type() const override { return "sgd"; }
+
+ protected:
+  OpDesc& AppendUpdateOp(Block& block, const ParamGrad& pg) override;
+};
+
+class Momentum : public Optimizer {
+ public:
+  Momentum(float learning_rate, float momentum, bool use_nesterov = false)
+      : Optimizer(learning_rate), momentum_(momentum), use_nesterov_(use_nesterov) {}
+  std::string type() const override { return "momentum"; }
+
+ protected:
+  OpDesc& AppendUpdateOp(Block& block, const ParamGrad& pg) override;
+
+ private:
+  float momentum_;
+  bool use_nesterov_;
+};
+
+class Adam : public Optimizer {
+ public:
+  explicit Adam(float learning_rate = 0.001f, float beta1 = 0.9f, float beta2 = 0.999f,
+                float epsilon = 1e-8f)
+      : Optimizer(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+  std::string type() const override { return "adam"; }
+
+ protected:
+  OpDesc& AppendUpdateOp(Block& block, const ParamGrad& pg) override;
+
+ private:
+  float beta1_, beta2_, epsilon_;
+};
+
+class Adagrad : public Optimizer {
+ public:
+  explicit Adagrad(float learning_rate, float epsilon = 1e-6f, float initial_accumulator_value = 0.0f)
+      : Optimizer(learning_rate), epsilon_(epsilon), initial_(initial_accumulator_value) {}
+  std::string type() const override { return "adagrad"; }
+
+ protected:
+  OpDesc& AppendUpdateOp(Block& block, const ParamGrad& pg) override;
+
+ private:
+  float epsilon_, initial_;
+};
+
+}  // namespace flotilla::optimizer

@@ -1,0 +1,31 @@
+// ParamAttr: how a layer creates one of its parameters (Paddle's
+// fluid.ParamAttr). A default ParamAttr lets the layer pick name and
+// initializer; ParamAttr::None() means "no such parameter" (bias_attr=False).
+#pragma once
+
+#include <string>
+
+#include "flotilla/api/initializer.h"
+
+namespace flotilla {
+
+struct ParamAttr {
+  std::string name;                          // empty: a unique name
+  initializer::InitializerPtr initializer;   // null: the layer's default
+  bool trainable = true;                     // false: stop_gradient
+  bool enabled = true;
+
+  static ParamAttr None() {
+    ParamAttr a;
+    a.enabled = false;
+    return a;
+  }
+  static ParamAttr Named(std::string n, initializer::InitializerPtr init = nullptr) {
+    ParamAttr a;
+    a.name = std::move(n);
+    a.initializer = std::move(init);
+    return a;
+  }
+};
+
+}  // namespace flotilla
