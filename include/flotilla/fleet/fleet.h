@@ -1,0 +1,165 @@
+// fleet: distributed training in a few added lines (Paddle's
+// fluid.incubate.fleet.collective.fleet).
+//
+//   fleet::PaddleCloudRoleMaker role(/*is_collective=*/true);
+//   fleet::init(role);
+//   fleet::DistributedStrategy strategy;
+//   auto opt = fleet::distributed_optimizer(sgd, strategy);
+//   opt.minimize(loss);
+//   exe.Run(fleet::startup_program());            // parameters broadcast from rank 0
+//   exe.Run(fleet::main_program(), feed, {loss.name()});
+//   fleet::save_persistables(exe, "model");       // rank 0 writes
+//
+// The free functions act on one process-wide Fleet. Tests that run ranks as
+// threads create one Fleet object per rank instead. A Fleet is used from one
+// thread at a time; its collectives block until every worker takes part and
+// throw DeadlineExceeded / Unavailable naming the ranks that did not.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "flotilla/api/optimizer.h"
+#include "flotilla/comm/process_group.h"
+#include "flotilla/comm/store.h"
+#include "flotilla/fleet/distributed_strategy.h"
+#include "flotilla/fleet/role_maker.h"
+#include "flotilla/framework/executor.h"
+
+namespace flotilla::fleet {
+
+struct FleetOptions {
+  // Rendezvous and collective timeout.
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  // "auto" | "shm" | "gloo" | "hierarchical" for the workers' groups
+  // (use_hierarchical_allreduce forces "hierarchical" for training).
+  std::string backend = "auto";
+};
+
+class Fleet;
+
+// What distributed_optimizer returns: wraps an optimizer so that minimize()
+// also runs the collective pass. Holds references to the fleet and the
+// optimizer, which must outlive it.
+class DistributedOptimizer {
+ public:
+  DistributedOptimizer(Fleet& fleet, optimizer::Optimizer& opt, DistributedStrategy strategy);
+
+  // backward() + apply_gradients() on loss's program, then the collective
+  // pass (see src/fleet/collective_pass.h) on it and on `startup` (default:
+  // the default startup program). Afterwards fleet.main_program() and
+  // startup_program() are these programs. With one worker the programs are
+  // left as a single process would build them.
+  optimizer::MinimizeResult minimize(const Variable& loss, Program* startup = nullptr,
+                                     const std::vector<std::string>& parameter_list = {},
+                                     const std::set<std::string>& no_grad_set = {});
+
+  const DistributedStrategy& strategy() const { return strategy_; }
+  // Variables of each all-reduce bucket, in the order they are started.
+  const std::vector<std::vector<std::string>>& buckets() const { return buckets_; }
+
+ private:
+  Fleet& fleet_;
+  optimizer::Optimizer& opt_;
+  DistributedStrategy strategy_;
+  std::vector<std::vector<std::string>> buckets_;
+};
+
+class Fleet {
+ public:
+  Fleet();
+  ~Fleet();
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
+
+  // Takes the role and, for a collective worker of a job with more than one
+  // worker, meets the others through the role's store (PADDLE_MASTER) and
+  // builds their process group (blocking). Throws InvalidArgument when
+  // called twice or when a multi-worker role names no store.
+  void init(const RoleMaker& role, FleetOptions options = {});
+  // The same with a store the caller provides (tests: a HashStore shared by
+  // thread ranks).
+  void init(const RoleMaker& role, std::shared_ptr<comm::Store> store, FleetOptions options = {});
+  bool initialized() const { return role_ != nullptr; }
+
+  bool is_worker() const;
+  bool is_server() const;
+  bool is_first_worker() const;
+  int worker_index() const;
+  int worker_num() const;
+  std::vector<std::string> worker_endpoints() const;
+  std::vector<std::string> server_endpoints() const;
+  // Blocks until every worker calls it.
+  void barrier_worker();
+
+  DistributedOptimizer distributed_optimizer(optimizer::Optimizer& opt,
+                                             DistributedStrategy strategy = {});
+
+  // The programs the last minimize() transpiled. Throws InvalidArgument
+  // before minimize().
+  Program& main_program() const;
+  Program& startup_program() const;
+
+  // Rank 0 saves the persistable variables of `main` (default
+  // main_program()) from `scope` (default global_scope()) to `dir`; the
+  // others wait for it at a barrier, so `dir` is complete on return.
+  void save_persistables(const Executor& exe, const std::string& dir, const Program* main = nullptr,
+                         const Scope* scope = nullptr);
+  // Rank 0 saves an inference model (io::SaveInferenceModel); others wait.
+  void save_inference_model(const Executor& exe, const std::string& dir,
+                            const std::vector<std::string>& feed_names,
+                            const std::vector<std::string>& fetch_names,
+                            const Program* main = nullptr, const Scope* scope = nullptr);
+
+  // The workers' default group (nullptr in a one-worker job without store).
+  std::shared_ptr<comm::ProcessGroup> process_group() const { return group_; }
+  // The group the last minimize() all-reduces on (for its statistics).
+  std::shared_ptr<comm::ProcessGroup> training_group() const { return training_group_; }
+
+ private:
+  friend class DistributedOptimizer;
+  // The ring for `strategy`: the default group, or a new one when it needs
+  // more communicators or the hierarchical backend.
+  int TrainingRing(const DistributedStrategy& strategy);
+  void CheckInit(const char* what) const;
+
+  std::unique_ptr<RoleInfo> role_;
+  FleetOptions options_;
+  std::shared_ptr<comm::Store> store_;
+  std::shared_ptr<comm::ProcessGroup> group_;
+  std::shared_ptr<comm::ProcessGroup> training_group_;
+  std::vector<int> rings_;  // registered by this fleet; unregistered on destruction
+  int groups_made_ = 0;
+  Program* main_ = nullptr;
+  Program* startup_ = nullptr;
+};
+
+// ---- the process-wide fleet (Paddle's module-level functions) ----
+Fleet& default_fleet();
+void init(const RoleMaker& role, FleetOptions options = {});
+bool is_worker();
+bool is_server();
+bool is_first_worker();
+int worker_index();
+int worker_num();
+std::vector<std::string> worker_endpoints();
+std::vector<std::string> server_endpoints();
+void barrier_worker();
+DistributedOptimizer distributed_optimizer(optimizer::Optimizer& opt, DistributedStrategy strategy = {});
+Program& main_program();
+Program& startup_program();
+void save_persistables(const Executor& exe, const std::string& dir, const Program* main = nullptr,
+                       const Scope* scope = nullptr);
+void save_inference_model(const Executor& exe, const std::string& dir,
+                          const std::vector<std::string>& feed_names,
+                          const std::vector<std::string>& fetch_names, const Program* main = nullptr,
+                          const Scope* scope = nullptr);
+// Loads what save_persistables wrote into `scope` (default global_scope()),
+// in any process — distributed or not.
+void load_persistables(const Executor& exe, const std::string& dir, const Program& main,
+                       Scope* scope = nullptr);
+
+}  // namespace flotilla::fleet

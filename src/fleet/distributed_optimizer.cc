@@ -1,0 +1,33 @@
+#include "fleet/collective_pass.h"
+#include "flotilla/common/logging.h"
+#include "flotilla/fleet/fleet.h"
+
+namespace flotilla::fleet {
+
+DistributedOptimizer::DistributedOptimizer(Fleet& fleet, optimizer::Optimizer& opt,
+                                           DistributedStrategy strategy)
+    : fleet_(fleet), opt_(opt), strategy_(std::move(strategy)) {}
+
+optimizer::MinimizeResult DistributedOptimizer::minimize(const Variable& loss, Program* startup,
+                                                         const std::vector<std::string>& parameter_list,
+                                                         const std::set<std::string>& no_grad_set) {
+  Program& start = startup != nullptr ? *startup : default_startup_program();
+  optimizer::MinimizeResult result;
+  result.params_grads = opt_.backward(loss, &start, parameter_list, no_grad_set);
+  result.optimize_ops = opt_.apply_gradients(result.params_grads);
+  Program& main = *loss.block()->program();
+  fleet_.main_ = &main;
+  fleet_.startup_ = &start;
+  if (fleet_.group_ == nullptr) return result;  // one worker: nothing to synchronise
+  int ring = fleet_.TrainingRing(strategy_);
+  CollectivePassResult pass = ApplyCollectivePass(main, start, result.params_grads, strategy_, ring);
+  buckets_.clear();
+  for (const Bucket& b : pass.buckets) buckets_.push_back(b.vars);
+  // The optimizer ops may have moved into a conditional block.
+  if (strategy_.gradient_merge()) result.optimize_ops.clear();
+  log::Info("fleet: {} all-reduce bucket(s) over {} communicator(s)", buckets_.size(),
+            strategy_.comm_num());
+  return result;
+}
+
+}  // namespace flotilla::fleet

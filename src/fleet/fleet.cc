@@ -1,0 +1,124 @@
+#include "flotilla/fleet/fleet.h"
+
+#include "fleet/ops/collective_ops.h"
+#include "fleet/ring_registry.h"
+#include "flotilla/comm/file_store.h"
+#include "flotilla/comm/hash_store.h"
+#include "flotilla/comm/prefix_store.h"
+#include "flotilla/comm/tcp_store.h"
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/logging.h"
+#include "flotilla/common/strings.h"
+
+namespace flotilla::fleet {
+
+namespace {
+
+// "file:/dir" → FileStore, "host:port" → TCPStore client.
+std::shared_ptr<comm::Store> OpenStore(const std::string& address,
+                                       std::chrono::milliseconds timeout) {
+  if (StartsWith(address, "file:")) return std::make_shared<comm::FileStore>(address.substr(5));
+  comm::TCPStoreOptions opts;
+  opts.timeout = timeout;
+  opts.connect_timeout = timeout;
+  return comm::ConnectStore(address, opts);
+}
+
+}  // namespace
+
+Fleet::Fleet() { RegisterCollectiveOps(); }
+
+Fleet::~Fleet() {
+  for (int ring : rings_) UnregisterRing(ring);
+}
+
+void Fleet::init(const RoleMaker& role, FleetOptions options) {
+  const RoleInfo& info = role.info();
+  std::shared_ptr<comm::Store> store;
+  if (info.role == Role::kWorker && info.is_collective && info.worker_num > 1) {
+    FLOTILLA_CHECK(!info.store_address.empty(), InvalidArgument, "fleet::init: ", role.name(),
+                   " names no store for ", info.worker_num,
+                   " workers (set PADDLE_MASTER=host:port, as flotilla launch does)");
+    store = OpenStore(info.store_address, options.timeout);
+  }
+  init(role, std::move(store), std::move(options));
+}
+
+void Fleet::init(const RoleMaker& role, std::shared_ptr<comm::Store> store, FleetOptions options) {
+  FLOTILLA_CHECK(role_ == nullptr, InvalidArgument, "fleet::init called twice");
+  role_ = std::make_unique<RoleInfo>(role.info());
+  options_ = std::move(options);
+  if (role_->role != Role::kWorker || !role_->is_collective || store == nullptr) return;
+  store_ = std::make_shared<comm::PrefixStore>("fleet/" + role_->job_id, std::move(store));
+  comm::ProcessGroupOptions pg;
+  pg.backend = options_.backend;
+  pg.timeout = options_.timeout;
+  pg.host_id = role_->host_id;
+  pg.name = "fleet";
+  group_ = comm::NewProcessGroup(store_, role_->worker_index, role_->worker_num, pg);
+  rings_.push_back(RegisterRing(group_));
+  log::Info("fleet: worker {}/{} joined ({} backend)", role_->worker_index, role_->worker_num,
+            group_->backend());
+}
+
+void Fleet::CheckInit(const char* what) const {
+  FLOTILLA_CHECK(role_ != nullptr, InvalidArgument, "fleet::", what, " called before fleet::init");
+}
+
+bool Fleet::is_worker() const { CheckInit("is_worker"); return role_->role == Role::kWorker; }
+bool Fleet::is_server() const { CheckInit("is_server"); return role_->role == Role::kServer; }
+bool Fleet::is_first_worker() const { return is_worker() && role_->worker_index == 0; }
+int Fleet::worker_index() const { CheckInit("worker_index"); return role_->worker_index; }
+int Fleet::worker_num() const { CheckInit("worker_num"); return role_->worker_num; }
+
+std::vector<std::string> Fleet::worker_endpoints() const {
+  CheckInit("worker_endpoints");
+  return role_->worker_endpoints;
+}
+
+std::vector<std::string> Fleet::server_endpoints() const {
+  CheckInit("server_endpoints");
+  return role_->server_endpoints;
+}
+
+void Fleet::barrier_worker() {
+  CheckInit("barrier_worker");
+  if (group_) group_->barrier();
+}
+
+DistributedOptimizer Fleet::distributed_optimizer(optimizer::Optimizer& opt,
+                                                  DistributedStrategy strategy) {
+  CheckInit("distributed_optimizer");
+  strategy.Validate();
+  return DistributedOptimizer(*this, opt, std::move(strategy));
+}
+
+Program& Fleet::main_program() const {
+  FLOTILLA_CHECK(main_ != nullptr, InvalidArgument, "fleet::main_program before minimize()");
+  return *main_;
+}
+
+Program& Fleet::startup_program() const {
+  FLOTILLA_CHECK(startup_ != nullptr, InvalidArgument, "fleet::startup_program before minimize()");
+  return *startup_;
+}
+
+int Fleet::TrainingRing(const DistributedStrategy& strategy) {
+  bool hierarchical = strategy.use_hierarchical_allreduce();
+  if (strategy.comm_num() == 1 && !hierarchical) {
+    training_group_ = group_;
+    return rings_.front();
+  }
+  comm::ProcessGroupOptions pg;
+  pg.backend = hierarchical ? "hierarchical" : options_.backend;
+  pg.timeout = options_.timeout;
+  pg.comm_num = strategy.comm_num();
+  pg.name = StrCat("fleet_dp", groups_made_++);
+  int per_host = strategy->hierarchical_allreduce_inter_nranks();
+  pg.host_id = per_host > 0 ? StrCat("host", role_->worker_index / per_host) : role_->host_id;
+  training_group_ = comm::NewProcessGroup(store_, role_->worker_index, role_->worker_num, pg);
+  rings_.push_back(RegisterRing(training_group_));
+  return rings_.back();
+}
+
+}  // namespace flotilla::fleet

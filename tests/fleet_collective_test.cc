@@ -1,0 +1,216 @@
+// Data-parallel training with fleet equals single-process training on the
+// combined batch; LocalSGD and fusion behave as the strategy says.
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+#include <gtest/gtest.h>
+
+#include "fleet_test_util.h"
+
+namespace flotilla::fleet::testing {
+namespace {
+
+constexpr float kLr = 0.01f;
+constexpr int kSteps = 20;
+constexpr int64_t kGlobalBatch = 16;
+
+struct RunResult {
+  Params initial;                   // rank 0 after startup
+  std::vector<Params> final_params;  // per rank
+  int64_t allreduce_calls = 0;      // rank 0's training group
+  size_t buckets = 0;
+  std::string backend;               // rank 0's training group
+};
+
+// Trains `steps` steps on `n` ranks; with gradient merge k, each step a rank
+// takes one of the k*n equal chunks of global batch step/k.
+RunResult TrainDistributed(int n, const MlpShape& shape, const DistributedStrategy& strategy,
+                           int steps, std::function<std::string(int)> host_of = nullptr) {
+  RunResult result;
+  result.final_params.resize(n);
+  int k = strategy.gradient_merge() ? strategy.gradient_merge_configs().k_steps() : 1;
+  int64_t chunk = kGlobalBatch / (k * n);
+  std::mutex mu;
+  RunRanks(n, [&](int rank, Fleet& fleet) {
+    Model m = BuildMlp(shape, kLr, &fleet, strategy);
+    Executor exe;
+    Scope scope;
+    exe.Run(*m.startup, {}, {}, &scope);
+    if (rank == 0) result.initial = Snapshot(scope, m.params);
+    for (int s = 0; s < steps; ++s) {
+      int64_t begin = ((s % k) * n + rank) * chunk;
+      exe.Run(*m.main, BatchRows(shape, s / k, kGlobalBatch, begin, begin + chunk), {m.loss.name()}, &scope);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    result.final_params[rank] = Snapshot(scope, m.params);
+    if (rank == 0) {
+      result.allreduce_calls = fleet.training_group()->stats().allreduce_calls;
+      result.buckets = m.dist->buckets().size();
+      result.backend = fleet.training_group()->backend();
+    }
+  }, std::move(host_of));
+  return result;
+}
+
+// One process on the whole batch, from the same initial parameters.
+Params TrainSingle(const MlpShape& shape, const Params& initial, int steps) {
+  Model m = BuildMlp(shape, kLr, nullptr);
+  Executor exe;
+  Scope scope;
+  exe.Run(*m.startup, {}, {}, &scope);
+  Restore(scope, initial);
+  for (int s = 0; s < steps; ++s) {
+    exe.Run(*m.main, BatchRows(shape, s, kGlobalBatch, 0, kGlobalBatch), {m.loss.name()}, &scope);
+  }
+  return Snapshot(scope, m.params);
+}
+
+// Returns the backend rank 0 trained with.
+std::string ExpectEquivalent(const char* name, int n, const DistributedStrategy& strategy,
+                             std::function<std::string(int)> host_of = nullptr) {
+  MlpShape shape;
+  RunResult dist = TrainDistributed(n, shape, strategy, kSteps, std::move(host_of));
+  int k = strategy.gradient_merge() ? strategy.gradient_merge_configs().k_steps() : 1;
+  Params single = TrainSingle(shape, dist.initial, kSteps / k);
+  for (int r = 0; r < n; ++r) {
+    float diff = MaxAbsDiff(dist.final_params[r], single);
+    std::printf("[equivalence] %s rank %d: max |param - single| = %.3g\n", name, r, diff);
+    EXPECT_LT(diff, 1e-5f) << name << " rank " << r;
+  }
+  // The comparison can fail: training moved the parameters well beyond 1e-5.
+  EXPECT_GT(MaxAbsDiff(dist.initial, single), 1e-3f);
+  return dist.backend;
+}
+
+TEST(FleetEquivalence, FusedOneCommunicator) {
+  DistributedStrategy s;
+  ExpectEquivalent("fused comm_num=1", 2, s);
+}
+
+TEST(FleetEquivalence, UnfusedOneCommunicator) {
+  DistributedStrategy s;
+  s.set_fuse_all_reduce_ops(false);
+  ExpectEquivalent("unfused comm_num=1", 2, s);
+}
+
+TEST(FleetEquivalence, FusedTwoCommunicators) {
+  DistributedStrategy s;
+  s.set_comm_num(2);
+  s.set_fuse_grad_size_in_MB(1);
+  ExpectEquivalent("fused comm_num=2", 2, s);
+}
+
+TEST(FleetEquivalence, UnfusedTwoCommunicators) {
+  DistributedStrategy s;
+  s.set_nccl_comm_num(2);
+  s.set_fuse_all_reduce_ops(false);
+  ExpectEquivalent("unfused comm_num=2", 2, s);
+}
+
+TEST(FleetEquivalence, HierarchicalTwoHostsOfTwo) {
+  DistributedStrategy s;
+  s.set_use_hierarchical_allreduce(true);
+  s->set_hierarchical_allreduce_inter_nranks(2);  // ranks 0,1 on host0; 2,3 on host1
+  EXPECT_EQ(ExpectEquivalent("hierarchical 2x2", 4, s), "hierarchical");
+}
+
+TEST(FleetEquivalence, GradientMerge) {
+  DistributedStrategy s;
+  s.set_gradient_merge(true);
+  s.gradient_merge_configs().set_k_steps(2);
+  ExpectEquivalent("gradient merge k=2", 2, s);
+}
+
+TEST(FleetLocalSGD, AveragesEveryKSteps) {
+  DistributedStrategy s;
+  s.set_localsgd(true);
+  s.localsgd_configs().set_k_steps(4);
+  MlpShape shape;
+  const int n = 2, steps = 20;
+  std::vector<std::vector<Params>> per_step(n, std::vector<Params>(steps));
+  std::vector<int64_t> calls(n);
+  std::vector<size_t> buckets(n);
+  RunRanks(n, [&](int rank, Fleet& fleet) {
+    Model m = BuildMlp(shape, kLr, &fleet, s);
+    Executor exe;
+    Scope scope;
+    exe.Run(*m.startup, {}, {}, &scope);
+    for (int step = 0; step < steps; ++step) {
+      int64_t half = kGlobalBatch / n;
+      exe.Run(*m.main, BatchRows(shape, step, kGlobalBatch, rank * half, (rank + 1) * half), {}, &scope);
+      per_step[rank][step] = Snapshot(scope, m.params);
+    }
+    calls[rank] = fleet.training_group()->stats().allreduce_calls;
+    buckets[rank] = m.dist->buckets().size();
+  });
+  EXPECT_EQ(buckets[0], 1u);
+  EXPECT_EQ(calls[0], steps / 4);
+  for (int step = 0; step < steps; ++step) {
+    float diff = MaxAbsDiff(per_step[0][step], per_step[1][step]);
+    if ((step + 1) % 4 == 0) {
+      EXPECT_EQ(diff, 0.0f) << "after sync step " << step + 1;
+    } else {
+      EXPECT_GT(diff, 0.0f) << "ranks train on different data between syncs (step " << step + 1 << ")";
+    }
+  }
+}
+
+TEST(FleetFusion, OneAllreducePerBucketAndOverlap) {
+  MlpShape shape;
+  shape.in = 32;
+  shape.hidden = {600, 600};  // fc_1.w is 1.44 MB: several 1 MB buckets
+  for (bool fuse : {true, false}) {
+    DistributedStrategy s;
+    s.set_fuse_all_reduce_ops(fuse);
+    s.set_fuse_grad_size_in_MB(1);
+    const int steps = 3;
+    std::vector<std::pair<std::string, int64_t>> trace;  // rank 0, last step
+    int64_t calls = 0;
+    size_t buckets = 0;
+    RunRanks(2, [&](int rank, Fleet& fleet) {
+      Model m = BuildMlp(shape, kLr, &fleet, s);
+      Executor exe;
+      Scope scope;
+      exe.Run(*m.startup, {}, {}, &scope);
+      for (int step = 0; step < steps; ++step) {
+        if (rank == 0 && step == steps - 1) {
+          exe.set_op_observer([&](const OpDesc& op, int64_t start, int64_t end) {
+            trace.emplace_back(op.type + ((op.Role() & kOpRoleBackward) ? "/bw" : ""), start);
+          });
+        }
+        exe.Run(*m.main, BatchRows(shape, step, 16, rank * 8, rank * 8 + 8), {}, &scope);
+      }
+      if (rank == 0) calls = fleet.training_group()->stats().allreduce_calls, buckets = m.dist->buckets().size();
+    });
+    EXPECT_EQ(buckets, fuse ? 3u : 6u);
+    EXPECT_EQ(calls, static_cast<int64_t>(steps * buckets)) << "one all-reduce per bucket per step";
+    // Overlap: the first bucket starts while backward ops are still to run.
+    auto first_start = std::find_if(trace.begin(), trace.end(),
+                                    [](const auto& e) { return e.first == "c_allreduce_start/bw"; });
+    ASSERT_NE(first_start, trace.end());
+    auto later_backward = std::find_if(first_start + 1, trace.end(), [](const auto& e) {
+      return e.first.ends_with("_grad/bw");
+    });
+    ASSERT_NE(later_backward, trace.end()) << "no backward op ran after the first all-reduce started";
+    EXPECT_LT(first_start->second, later_backward->second);
+    std::printf("[fusion] fuse=%d buckets=%zu allreduce calls/step=%lld\n", fuse, buckets,
+                static_cast<long long>(calls / steps));
+  }
+}
+
+TEST(FleetBroadcast, StartupGivesEveryRankRankZerosParameters) {
+  MlpShape shape;
+  std::vector<Params> initial(2);
+  RunRanks(2, [&](int rank, Fleet& fleet) {
+    Model m = BuildMlp(shape, kLr, &fleet);
+    Executor exe;
+    Scope scope;
+    exe.Run(*m.startup, {}, {}, &scope);
+    initial[rank] = Snapshot(scope, m.params);
+  });
+  EXPECT_EQ(MaxAbsDiff(initial[0], initial[1]), 0.0f);
+}
+
+}  // namespace
+}  // namespace flotilla::fleet::testing

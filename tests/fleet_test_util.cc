@@ -1,0 +1,94 @@
+#include "fleet_test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <thread>
+
+namespace flotilla::fleet::testing {
+
+Model BuildMlp(const MlpShape& shape, float lr, Fleet* fleet, const DistributedStrategy& strategy) {
+  Model m;
+  ProgramGuard guard(*m.main, *m.startup);
+  UniqueNameGuard names;
+  auto x = layers::data("x", {shape.in});
+  auto y = layers::data("y", {1}, DType::kInt64);
+  Variable h = x;
+  for (int64_t width : shape.hidden) h = layers::fc(h, width, 1, {}, {}, "tanh");
+  m.prediction = layers::fc(h, shape.classes, 1, {}, {}, "softmax");
+  m.loss = layers::mean(layers::cross_entropy(m.prediction, y));
+  m.sgd = std::make_unique<optimizer::SGD>(lr);
+  if (fleet != nullptr) {
+    m.dist = std::make_unique<DistributedOptimizer>(fleet->distributed_optimizer(*m.sgd, strategy));
+    m.dist->minimize(m.loss, m.startup.get());
+  } else {
+    m.sgd->minimize(m.loss, m.startup.get());
+  }
+  for (const VarDesc* v : m.main->global_block().AllVars()) {
+    if (v->is_parameter) m.params.push_back(v->name);
+  }
+  return m;
+}
+
+FeedMap BatchRows(const MlpShape& shape, int step, int64_t global_batch, int64_t begin, int64_t end) {
+  std::mt19937 rng(1000 + step);
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  std::vector<float> xs(global_batch * shape.in);
+  std::vector<int64_t> ys(global_batch);
+  for (auto& v : xs) v = uni(rng);
+  for (auto& v : ys) v = static_cast<int64_t>(rng() % shape.classes);
+  std::vector<float> x(xs.begin() + begin * shape.in, xs.begin() + end * shape.in);
+  std::vector<int64_t> y(ys.begin() + begin, ys.begin() + end);
+  return {{"x", Tensor::FromVector(x, {end - begin, shape.in})},
+          {"y", Tensor::FromVector(y, {end - begin, 1})}};
+}
+
+Params Snapshot(const Scope& scope, const std::vector<std::string>& names) {
+  Params out;
+  for (const auto& n : names) out[n] = scope.GetVar(n).GetTensor().Clone();
+  return out;
+}
+
+void Restore(Scope& scope, const Params& params) {
+  for (const auto& [n, t] : params) scope.GetVar(n).GetMutableTensor()->CopyFrom(t);
+}
+
+float MaxAbsDiff(const Params& a, const Params& b) {
+  float worst = 0.0f;
+  for (const auto& [n, t] : a) {
+    const Tensor& u = b.at(n);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      worst = std::max(worst, std::fabs(t.data<float>()[i] - u.data<float>()[i]));
+    }
+  }
+  return worst;
+}
+
+void RunRanks(int n, const std::function<void(int, Fleet&)>& fn,
+              const std::function<std::string(int)>& host_of) {
+  auto store = std::make_shared<comm::HashStore>();
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        Fleet fleet;
+        UserDefinedRoleMaker role(r, Role::kWorker, n);
+        if (host_of) role.set_host_id(host_of(r));
+        FleetOptions opts;
+        opts.timeout = std::chrono::seconds(60);
+        fleet.init(role, store, opts);
+        fn(r, fleet);
+        fleet.barrier_worker();  // nobody tears its group down under a peer
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+}  // namespace flotilla::fleet::testing
