@@ -1,27 +1,20 @@
 #include "flotilla/io/inference_model.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "flotilla/common/file_util.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/io/checkpoint.h"
+#include "io/testing/run_process.h"
 #include "io/testing/temp_dir.h"
-
-extern char** environ;
 
 namespace flotilla::io {
 namespace {
 
 using testing::TempDir;
+using testing::RunProcess;
 
 // pred = x·w + b, plus a training tail (a loss over a label) that the
 // inference model must not carry.
@@ -72,31 +65,6 @@ class InferenceModelTest : public ::testing::Test {
   TempDir tmp;
 };
 
-// Runs `argv` and waits up to a minute; kills it by pid when it overstays.
-int RunProcess(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
-  int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -2;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -3;
-}
-
-std::string HelperPath() {
-  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "io_inference_helper")
-      .string();
-}
-
 TEST_F(InferenceModelTest, SavedModelIsPrunedAndReloadsInProcess) {
   std::vector<float> expected = TrainingPrediction();
   const std::string dir = tmp / "model";
@@ -119,7 +87,7 @@ TEST_F(InferenceModelTest, AFreshProcessGivesTheTrainingProgramsPredictions) {
   const std::string dir = tmp / "model";
   SaveInferenceModel(dir, {"x"}, {"pred"}, exe, main, scope);
   SaveTensor(tmp / "x.tensor", x);
-  ASSERT_EQ(RunProcess({HelperPath(), dir, tmp.path(), tmp / "x.tensor"}), 0);
+  ASSERT_EQ(RunProcess({testing::InferenceHelperPath(), dir, tmp.path(), tmp / "x.tensor"}), 0);
   Tensor out = LoadTensor(tmp / "fetch_0.tensor");
   EXPECT_EQ(out.dims(), (Dims{2, 3}));
   EXPECT_EQ(out.ToVector<float>(), expected);
