@@ -52,26 +52,47 @@ struct DivOp {
 
 // ---- broadcasting ----
 
-// Y's view against X, with errors naming the op and both variables.
+// Y's view against X, with errors naming the op and both variables; they
+// show X as `shown_x` (the compile-time dims, when X was filled in).
 template <typename Ctx>
-math::BroadcastShape Broadcast(const Ctx& ctx, const Dims& x, const Dims& y) {
+math::BroadcastShape Broadcast(const Ctx& ctx, const Dims& x, const Dims& y,
+                               const Dims& shown_x) {
   int axis = ctx.template Attr<int32_t>("axis");
   FLOTILLA_ENFORCE(axis >= -1 && axis < static_cast<int>(std::max<size_t>(x.size(), 1)),
                    ctx.Where(), ": attribute axis (", axis, ") must be -1 or in [0, ", x.size(),
-                   ") for ", DescribeInput(ctx, "X", x));
+                   ") for ", DescribeInput(ctx, "X", shown_x));
   try {
     return math::ComputeBroadcast(x, y, axis);
   } catch (const InvalidArgument& e) {
     FLOTILLA_THROW(InvalidArgument, ctx.Where(), ": ", DescribeInput(ctx, "Y", y),
-                   " cannot broadcast to ", DescribeInput(ctx, "X", x), " at axis ", axis,
+                   " cannot broadcast to ", DescribeInput(ctx, "X", shown_x), " at axis ", axis,
                    " (Y's dims must equal a run of X's dims): ", e.what());
   }
 }
 
+template <typename Ctx>
+math::BroadcastShape Broadcast(const Ctx& ctx, const Dims& x, const Dims& y) {
+  return Broadcast(ctx, x, y, x);
+}
+
+// X's compile-time dims with each unknown (-1) dim replaced by a size that
+// cannot fail the check: Y's size where Y aligns to it, 1 elsewhere. So
+// X [-1, 1280] + Y [1000] fails when the program is built, not at run time.
+Dims AssumeUnknownDimsMatch(Dims x, const Dims& y, int axis) {
+  const int start = axis < 0 ? static_cast<int>(x.size()) - static_cast<int>(y.size()) : axis;
+  for (int i = 0; i < static_cast<int>(x.size()); ++i) {
+    if (x[i] >= 0) continue;
+    const int j = i - start;
+    x[i] = (j >= 0 && j < static_cast<int>(y.size())) ? y[j] : 1;
+  }
+  return x;
+}
+
 void ElementwiseInferShape(InferShapeContext& ctx) {
   Dims x = ctx.InputDim("X"), y = ctx.InputDim("Y");
-  // With an unknown batch dim the check waits for run time.
-  if (!HasUnknownDim(x) && !HasUnknownDim(y)) Broadcast(ctx, x, y);
+  if (!HasUnknownDim(y)) {
+    Broadcast(ctx, AssumeUnknownDimsMatch(x, y, ctx.Attr<int32_t>("axis")), y, x);
+  }
   ctx.ShareDim("X", "Out");
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "flotilla/common/error.h"
+#include "framework/ops/opsa_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {
@@ -139,6 +140,17 @@ TEST(ElementwiseOps, RejectsMixedDTypes) {
   auto y = RandomTensor({2}, -1, 1, 1, DType::kFloat64);
   EXPECT_THAT([&] { RunOp(Elementwise("elementwise_add"), {{"x", x}, {"y", y}}); },
               ThrowsMessage<InvalidArgument>(HasSubstr("float32")));
+}
+
+TEST(ElementwiseOps, CompileTimeShapesKeepUnknownBatch) {
+  auto op = Elementwise("elementwise_add");
+  EXPECT_EQ(InferredDims(op, {{"x", {-1, 1280}}, {"y", {1280}}}, "out"), (Dims{-1, 1280}));
+  EXPECT_EQ(InferredDims(Elementwise("elementwise_mul", 1), {{"x", {-1, 3, 4}}, {"y", {3}}}, "out"),
+            (Dims{-1, 3, 4}));
+  EXPECT_EQ(InferredDims(op, {{"x", {-1, 5}}, {"y", {-1, 5}}}, "out"), (Dims{-1, 5}));
+  // A mismatch in known dims fails when the program is built.
+  EXPECT_THAT([&] { InferredDims(op, {{"x", {-1, 1280}}, {"y", {1000}}}, "out"); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("X ('x') of shape [-1, 1280]")));
 }
 
 }  // namespace flotilla::testing

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "flotilla/common/error.h"
+#include "framework/ops/opsa_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {
@@ -154,6 +155,15 @@ TEST(MathOps, MatMulRejectsMismatchedShapes) {
   }, ThrowsMessage<InvalidArgument>(HasSubstr("batch dims")));
   EXPECT_THAT([&] { RunOp(MatMul(false, false), {{"x", RandomTensor({4})}, {"y", RandomTensor({4, 2})}}); },
               ThrowsMessage<InvalidArgument>(HasSubstr("at least 2-D")));
+}
+
+TEST(MathOps, CompileTimeShapesKeepUnknownBatch) {
+  EXPECT_EQ(InferredDims(Mul(), {{"x", {-1, 32}}, {"y", {32, 64}}}, "out"), (Dims{-1, 64}));
+  EXPECT_EQ(InferredDims(Mul(2, 1), {{"x", {-1, 4, 32}}, {"y", {32, 8}}}, "out"), (Dims{-1, 4, 8}));
+  EXPECT_EQ(InferredDims(MatMul(false, true), {{"x", {-1, 3, 5}}, {"y", {4, 5}}}, "out"),
+            (Dims{-1, 3, 4}));
+  EXPECT_THAT([&] { InferredDims(Mul(), {{"x", {-1, 32}}, {"y", {31, 64}}}, "out"); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("X's columns (32) must equal Y's rows (31)")));
 }
 
 }  // namespace flotilla::testing

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "flotilla/common/error.h"
+#include "framework/ops/opsa_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {
@@ -95,6 +96,13 @@ TEST(ReduceOps, RejectsDimOutOfRange) {
               ThrowsMessage<InvalidArgument>(HasSubstr("attribute dim (2)")));
   EXPECT_THAT([&] { RunOp(Reduce("reduce_mean", {-3}), {{"x", RandomTensor({2, 3})}}); },
               ThrowsMessage<InvalidArgument>(HasSubstr("reduce_mean")));
+}
+
+TEST(ReduceOps, CompileTimeShapesKeepUnknownBatch) {
+  EXPECT_EQ(InferredDims(Reduce("reduce_sum", {0}), {{"x", {-1, 3}}}, "out"), (Dims{3}));
+  EXPECT_EQ(InferredDims(Reduce("reduce_mean", {-1}, true), {{"x", {-1, 3}}}, "out"), (Dims{-1, 1}));
+  EXPECT_EQ(InferredDims(OpDesc("mean").In("X", {"x"}).Out("Out", {"out"}), {{"x", {-1, 3}}}, "out"),
+            (Dims{1}));
 }
 
 }  // namespace flotilla::testing

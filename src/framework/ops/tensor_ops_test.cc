@@ -5,6 +5,7 @@
 
 #include "flotilla/common/error.h"
 #include "flotilla/framework/op_registry.h"
+#include "framework/ops/opsa_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {
@@ -201,6 +202,18 @@ TEST(TensorOps, RandomOpsRejectBadAttributes) {
               ThrowsMessage<InvalidArgument>(HasSubstr("attribute std")));
   EXPECT_THAT([&] { RunOp(Random("uniform_random", {4}, 1, DType::kInt32), {}); },
               ThrowsMessage<InvalidArgument>(HasSubstr("int32")));
+}
+
+TEST(TensorOps, CompileTimeShapesKeepUnknownBatch) {
+  EXPECT_EQ(InferredDims(Concat({"a", "b"}, 1), {{"a", {-1, 2}}, {"b", {-1, 3}}}, "out"),
+            (Dims{-1, 5}));
+  EXPECT_EQ(InferredDims(Concat({"a", "b"}, 0), {{"a", {-1, 2}}, {"b", {4, 2}}}, "out"),
+            (Dims{-1, 2}));
+  EXPECT_EQ(InferredDims(Reshape({0, 2, 4}), {{"x", {-1, 8}}}, "out"), (Dims{-1, 2, 4}));
+  EXPECT_EQ(InferredDims(Reshape({-1, 4}), {{"x", {-1, 8}}}, "out"), (Dims{-1, 4}));
+  EXPECT_EQ(InferredDims(Reshape({-1, 4}), {{"x", {2, 8}}}, "out"), (Dims{4, 4}));
+  EXPECT_THAT([&] { InferredDims(Concat({"a", "b"}, 0), {{"a", {-1, 2}}, {"b", {3, 3}}}, "out"); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("only dim 0 may differ")));
 }
 
 }  // namespace flotilla::testing
