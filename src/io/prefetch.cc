@@ -23,8 +23,8 @@ class Prefetcher {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
+      space_.notify_all();
     }
-    space_.notify_all();
     thread_.join();
   }
 
