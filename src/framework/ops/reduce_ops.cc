@@ -18,12 +18,15 @@ namespace {
 
 // ---- planning ----
 
-// reduced[i] is true when axis i of X is reduced. Errors name attribute dim.
+// reduced[i] is true when axis i of X is reduced: every axis for
+// reduce_all or an empty dim list (as in Paddle 2), else those in dim
+// (negative ones count from the end). Errors name attribute dim.
 template <typename Ctx>
 std::vector<bool> ReducedAxes(const Ctx& ctx, int rank) {
-  std::vector<bool> reduced(rank, ctx.template Attr<bool>("reduce_all"));
+  const auto dims = ctx.template Attr<std::vector<int32_t>>("dim");
+  std::vector<bool> reduced(rank, ctx.template Attr<bool>("reduce_all") || dims.empty());
   if (reduced.empty() || reduced[0]) return reduced;
-  for (int32_t d : ctx.template Attr<std::vector<int32_t>>("dim")) {
+  for (int32_t d : dims) {
     int axis = d < 0 ? d + rank : d;
     FLOTILLA_ENFORCE(axis >= 0 && axis < rank, ctx.Where(), ": attribute dim (", d,
                      ") is out of range for X of rank ", rank);

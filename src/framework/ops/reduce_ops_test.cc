@@ -70,6 +70,8 @@ TEST(ReduceOps, ReduceSumAlongEachAxis) {
   EXPECT_EQ(all.ToVector<double>(), (std::vector<double>{21}));
   auto both = RunOp(Reduce("reduce_sum", {0, 1}, true), {{"x", x}}).at("out");
   EXPECT_EQ(both.dims(), (Dims{1, 1}));
+  auto empty_dim = RunOp(Reduce("reduce_sum", {}), {{"x", x}}).at("out");
+  EXPECT_EQ(empty_dim.ToVector<double>(), (std::vector<double>{21}));
 }
 
 TEST(ReduceOps, ReduceMeanOverNonAdjacentAxes) {
