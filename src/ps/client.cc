@@ -361,10 +361,11 @@ void PsClient::StopServers() {
                                                [](auto* a, auto... args) { a->Stop(args...); }));
 }
 
-std::string PsClient::Echo(int server, const std::string& payload) {
+std::string PsClient::Echo(int server, const std::string& payload, int64_t reply_bytes) {
   FLOTILLA_ENFORCE(server >= 0 && server < num_servers(), "Echo: server ", server, " out of range");
   rpc::EchoMessage req, resp;
   req.set_payload(payload);
+  if (reply_bytes >= 0) req.set_reply_bytes(reply_bytes);
   std::vector<ServerCall> calls{{server, [&](Stub* stub, grpc::ClientContext* ctx, Done done) {
                                    stub->async()->Echo(ctx, &req, &resp, std::move(done));
                                  }}};

@@ -1,5 +1,7 @@
 #include "ps/service.h"
 
+#include <algorithm>
+
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "ps/payload.h"
@@ -162,7 +164,15 @@ grpc::Status PsServiceImpl::Stop(grpc::ServerContext* ctx, const rpc::TrainerReq
 
 grpc::Status PsServiceImpl::Echo(grpc::ServerContext* ctx, const rpc::EchoMessage* req,
                                  rpc::EchoMessage* resp) {
-  return Guarded(ctx, [&] { *resp->mutable_payload() = req->payload(); });
+  return Guarded(ctx, [&] {
+    if (!req->has_reply_bytes()) {
+      *resp->mutable_payload() = req->payload();
+      return;
+    }
+    std::string* out = resp->mutable_payload();
+    out->assign(req->payload(), 0, std::min<size_t>(req->payload().size(), req->reply_bytes()));
+    out->resize(req->reply_bytes());
+  });
 }
 
 }  // namespace flotilla::ps

@@ -105,8 +105,9 @@ class PsClient {
   // Asks every server to stop serving now.
   void StopServers();
   // Transport baseline for benchmarks: sends `payload` to server `server`
-  // and returns the echoed bytes.
-  std::string Echo(int server, const std::string& payload);
+  // and returns its reply: reply_bytes bytes, or the payload itself when
+  // reply_bytes < 0. Same channel, deadline and retries as every other call.
+  std::string Echo(int server, const std::string& payload, int64_t reply_bytes = -1);
 
   class Impl;
 

@@ -1,0 +1,110 @@
+// bench_ps: parameter-server RPC cost next to raw gRPC moving the same bytes.
+//
+// One in-process server on loopback (async mode, SGD tables) and one client.
+// For each operation the raw baseline is PsClient::Echo over the same channel
+// with the same request and reply sizes, so the ratio is what tables,
+// slicing and (de)serialisation add on top of the transport.
+//
+//   bench_ps [--iters N]      prints one JSON object per line
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "flotilla/ps/client.h"
+#include "flotilla/ps/server.h"
+
+using namespace flotilla;
+using namespace flotilla::ps;
+
+namespace {
+
+constexpr int64_t kKeys = 10000, kDim = 16, kDense = 1 << 20;
+
+// Median wall time of fn in milliseconds after two warm-up runs.
+double MedianMs(int iters, const std::function<void()>& fn) {
+  fn();
+  fn();
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void Report(const std::string& op, int64_t request_bytes, int64_t reply_bytes, double ps_ms,
+            double echo_ms) {
+  const double bytes = static_cast<double>(request_bytes + reply_bytes);
+  nlohmann::json j = {{"bench", "ps_rpc"}, {"op", op}, {"servers", 1},
+                      {"request_bytes", request_bytes}, {"reply_bytes", reply_bytes},
+                      {"latency_ms", ps_ms}, {"gbps", bytes / ps_ms / 1e6},
+                      {"echo_latency_ms", echo_ms}, {"echo_gbps", bytes / echo_ms / 1e6},
+                      {"overhead_ratio", ps_ms / echo_ms}};
+  std::printf("%s\n", j.dump().c_str());
+  std::fflush(stdout);
+}
+
+std::unique_ptr<PsServer> StartServer() {
+  PsServerOptions o;
+  o.endpoint = "127.0.0.1:0";
+  o.mode = PsMode::kAsync;
+  auto server = std::make_unique<PsServer>(o);
+  DenseTableConfig w;
+  w.name = "dense";
+  w.numel = kDense;
+  w.rule = MakeUpdateRule(UpdateRuleConfig::Sgd(1e-6f));
+  server->AddDenseTable(w);
+  SparseTableConfig emb;
+  emb.name = "emb";
+  emb.dim = kDim;
+  emb.rule = MakeUpdateRule(UpdateRuleConfig::Sgd(1e-6f));
+  emb.initializer = InitializerConfig::Uniform(-0.1f, 0.1f, 1);
+  server->AddSparseTable(emb);
+  server->Start();
+  return server;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iters = 30;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--iters") iters = std::stoi(argv[i + 1]);
+  }
+  auto server = StartServer();
+  PsClient client({server->endpoint()}, 0, 1);
+
+  std::vector<int64_t> keys(kKeys);
+  for (int64_t i = 0; i < kKeys; ++i) keys[i] = i * 7919 % 1000003;  // scattered ids
+  Tensor grads(DType::kFloat32, {kKeys, kDim});
+  std::fill_n(grads.mutable_data<float>(), grads.numel(), 0.5f);
+  const int64_t key_bytes = kKeys * 8, row_bytes = kKeys * kDim * 4;
+  const std::string key_payload(key_bytes, 'k'), push_payload(key_bytes + row_bytes, 'p');
+
+  double pull = MedianMs(iters, [&] { client.PullSparse("emb", keys); });
+  double echo_pull = MedianMs(iters, [&] { client.Echo(0, key_payload, row_bytes); });
+  Report("sparse_pull", key_bytes, row_bytes, pull, echo_pull);
+  double push = MedianMs(iters, [&] { client.PushSparse("emb", keys, grads); });
+  double echo_push = MedianMs(iters, [&] { client.Echo(0, push_payload, 0); });
+  Report("sparse_push", key_bytes + row_bytes, 0, push, echo_push);
+  Report("sparse_pull_push", 2 * key_bytes + row_bytes, row_bytes, pull + push, echo_pull + echo_push);
+
+  Tensor dense(DType::kFloat32, {kDense});
+  std::fill_n(dense.mutable_data<float>(), kDense, 0.5f);
+  const std::string dense_payload(kDense * 4, 'd');
+  double dpull = MedianMs(iters, [&] { client.PullDense("dense", &dense); });
+  double echo_dpull = MedianMs(iters, [&] { client.Echo(0, "", kDense * 4); });
+  Report("dense_pull", 0, kDense * 4, dpull, echo_dpull);
+  double dpush = MedianMs(iters, [&] { client.PushDense("dense", dense); });
+  double echo_dpush = MedianMs(iters, [&] { client.Echo(0, dense_payload, 0); });
+  Report("dense_push", kDense * 4, 0, dpush, echo_dpush);
+  return 0;
+}
