@@ -250,10 +250,22 @@ std::vector<OpDesc> CastGrad(const OpDesc& fwd) {
 
 // ---- uniform_random, gaussian_random ----
 
-// A fixed seed gives the same values on every run (as in Paddle); seed 0
-// draws a fresh seed from one process-wide generator.
-std::mt19937_64 MakeEngine(int64_t seed) {
-  if (seed != 0) return std::mt19937_64(static_cast<uint64_t>(seed));
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// A fixed seed gives the same values on every run. Unlike Paddle it is mixed
+// with the output's name, so parameters of the same shape initialised under
+// one program-wide seed do not come out identical. Seed 0 draws a fresh seed
+// from one process-wide generator.
+std::mt19937_64 MakeEngine(int64_t seed, const std::string& out_name) {
+  if (seed != 0) {
+    const uint64_t a = static_cast<uint64_t>(seed), b = Fnv1a(out_name);
+    std::seed_seq seq{uint32_t(a), uint32_t(a >> 32), uint32_t(b), uint32_t(b >> 32)};
+    return std::mt19937_64(seq);
+  }
   static std::mutex mu;
   static std::mt19937_64 process_engine{std::random_device{}()};
   std::lock_guard<std::mutex> lock(mu);
@@ -281,7 +293,7 @@ void FillRandom(ExecutionContext& ctx, Params... params) {
   }
   Tensor* out = ctx.Output("Out");
   out->Resize(dims);
-  std::mt19937_64 engine = MakeEngine(ctx.Attr<int64_t>("seed"));
+  std::mt19937_64 engine = MakeEngine(ctx.Attr<int64_t>("seed"), ctx.OutputName("Out"));
   VisitFloatDType(DTypeAttr(ctx, "dtype"), ctx.Where(), [&]<typename T>() {
     Dist<T> dist(static_cast<T>(params)...);
     T* p = out->mutable_data<T>();

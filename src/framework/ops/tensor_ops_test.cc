@@ -189,6 +189,10 @@ TEST(TensorOps, FixedSeedIsDeterministicAndSeedZeroIsNot) {
     auto c = RunOp(Random(type, {64}, 43), {}).at("out").ToVector<float>();
     EXPECT_EQ(a, b) << type;
     EXPECT_NE(a, c) << type;
+    // One seed, another variable: a different stream.
+    OpDesc other = Random(type, {64}, 42);
+    other.outputs["Out"] = {"other"};
+    EXPECT_NE(a, RunOp(other, {}).at("other").ToVector<float>()) << type;
     auto d = RunOp(Random(type, {64}, 0), {}).at("out").ToVector<float>();
     auto e = RunOp(Random(type, {64}, 0), {}).at("out").ToVector<float>();
     EXPECT_NE(d, e) << type;
