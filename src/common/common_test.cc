@@ -68,3 +68,24 @@ TEST(FileUtil, AtomicWriteReplaces) {
 
 }  // namespace
 }  // namespace flotilla
+
+namespace flotilla {
+namespace {
+
+TEST(FileUtil, RenameDirAtomicReplacesAnOldDirectory) {
+  std::string base = ::testing::TempDir() + "flotilla_rename_dir";
+  RemoveAll(base);
+  MakeDirs(base + "/new");
+  MakeDirs(base + "/final");
+  WriteFileAtomic(base + "/new/v", "2");
+  WriteFileAtomic(base + "/final/v", "1");
+  RenameDirAtomic(base + "/new", base + "/final");
+  EXPECT_EQ(ReadFile(base + "/final/v"), "2");
+  EXPECT_FALSE(FileExists(base + "/new"));
+  RenameDirAtomic(base + "/final", base + "/moved");  // target missing: a plain rename
+  EXPECT_EQ(ReadFile(base + "/moved/v"), "2");
+  RemoveAll(base);
+}
+
+}  // namespace
+}  // namespace flotilla

@@ -1,6 +1,7 @@
 #include "flotilla/common/file_util.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,12 +72,12 @@ void MakeDirs(const std::string& path) {
 void RenameDirAtomic(const std::string& from, const std::string& to) {
   std::error_code ec;
   if (fs::exists(to, ec)) {
-    std::string old = to + ".old." + std::to_string(::getpid());
-    fs::rename(to, old, ec);
-    if (ec) FLOTILLA_THROW(Unavailable, "cannot move '", to, "' aside: ", ec.message());
-    fs::rename(from, to, ec);
-    if (ec) FLOTILLA_THROW(Unavailable, "cannot rename '", from, "' to '", to, "': ", ec.message());
-    fs::remove_all(old, ec);
+    // Swap the two directories in one step (no moment without `to`), then
+    // drop the old one, which now sits at `from`.
+    if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) != 0) {
+      FLOTILLA_THROW(Unavailable, "cannot swap '", from, "' into '", to, "': ", std::strerror(errno));
+    }
+    fs::remove_all(from, ec);
     return;
   }
   fs::rename(from, to, ec);

@@ -15,7 +15,8 @@ std::string ReadFile(const std::string& path);
 bool FileExists(const std::string& path);
 // mkdir -p; throws Unavailable naming the path on failure.
 void MakeDirs(const std::string& path);
-// Atomically renames a directory over a missing or older one.
+// Atomically renames a directory over a missing or older one: readers see
+// the old directory or the new one, never neither (renameat2 RENAME_EXCHANGE).
 void RenameDirAtomic(const std::string& from, const std::string& to);
 // rm -rf; missing is fine.
 void RemoveAll(const std::string& path);
