@@ -3,6 +3,7 @@
 // `flotilla launch --ips A,B --nproc_per_node 2 probe`. Needs root (skips
 // otherwise); the namespaces are deleted on every path.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -114,7 +115,25 @@ TEST_F(TwoHosts, FailureOnOneNodeStopsTheOther) {
   EXPECT_NE(node_b.Stderr().find("ABORT!!! Out of all 4 trainers, the trainer process with rank=[3]"),
             std::string::npos) << node_b.Stderr();
   EXPECT_EQ(node_a.WaitCode(seconds(30)), 9) << node_a.Stderr();
-  EXPECT_NE(node_a.Stderr().find("stopped by node 1"), std::string::npos) << node_a.Stderr();
+  EXPECT_NE(node_a.Stderr().find("stopped because of node 1: rank 3 on node 1"), std::string::npos) << node_a.Stderr();
+  EXPECT_NO_PROBES_LEFT(da.path());
+  EXPECT_NO_PROBES_LEFT(db.path());
+}
+
+// A node whose launcher is SIGKILLed cannot say goodbye: its children die
+// with it (PDEATHSIG) and the other node notices the missing heartbeat.
+TEST_F(TwoHosts, KilledNodeIsNoticedByTheOthers) {
+  TempDir da, db;
+  const std::vector<std::string> options = {"--node_timeout", "2"};
+  const std::vector<std::string> probe = {"--store_barrier", "--sleep", "60"};
+  Child node_a(Launch(da.path(), options, probe), da.path(), {}, a_);
+  Child node_b(Launch(db.path(), options, probe), db.path(), {}, b_);
+  ASSERT_TRUE(WaitForFiles(db.path(), "barrier.", 2, seconds(30))) << node_b.Stderr();
+  node_b.Kill(SIGKILL);
+  EXPECT_EQ(node_b.WaitCode(seconds(10)), 128 + SIGKILL);
+  EXPECT_EQ(node_a.WaitCode(seconds(30)), 1) << node_a.Stderr();
+  EXPECT_NE(node_a.Stderr().find("node 1 (" + ip_b_ + ") has not been heard from"),
+            std::string::npos) << node_a.Stderr();
   EXPECT_NO_PROBES_LEFT(da.path());
   EXPECT_NO_PROBES_LEFT(db.path());
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "flotilla/comm/store.h"
 #include "launch/rendezvous.h"
@@ -28,15 +29,21 @@ class LocalChannel : public JobChannel {
 
 // A multi-node job: the nodes meet in the store. A monitor thread polls the
 // store every `poll` for another node's abort and the job-wide success count,
-// so the watchdog never waits on the network. A store that stops answering
-// (node 0's launcher is gone) counts as an abort.
+// so the watchdog never waits on the network. It also beats a heartbeat
+// counter every `heartbeat` and watches the other nodes' counters: a node
+// that has neither finished nor beaten for `node_timeout` (its launcher was
+// SIGKILLed, its machine is gone) counts as an abort, as does a store that
+// stops answering (node 0's launcher is gone).
 class StoreChannel : public JobChannel {
  public:
   struct Options {
     int node = 0;
     int nnodes = 1;
     std::string store_address;
+    std::vector<std::string> nodes;  // hosts, for messages
     std::chrono::milliseconds poll{200};
+    std::chrono::milliseconds heartbeat{1000};
+    std::chrono::milliseconds node_timeout{10000};
     std::chrono::milliseconds finish_timeout{30000};
   };
   // `store` is used by the monitor thread only; `control` by the callers.
@@ -53,6 +60,9 @@ class StoreChannel : public JobChannel {
  private:
   void Monitor();
   void PollOnce();
+  void Heartbeat();
+  void WaitForOtherNodes();
+  void SetPeerAbort(const AbortNotice& notice);
   void Stop();
 
   Options options_;
@@ -64,6 +74,10 @@ class StoreChannel : public JobChannel {
   bool stopping_ = false;                  // guarded by mu_
   bool aborted_here_ = false;              // guarded by mu_
   std::optional<AbortNotice> peer_abort_;  // guarded by mu_
+  // Monitor thread only: each node's last heartbeat value and when it changed.
+  std::vector<int64_t> beats_;
+  std::vector<std::chrono::steady_clock::time_point> beat_seen_;
+  std::chrono::steady_clock::time_point next_beat_;
   std::thread monitor_;
 };
 

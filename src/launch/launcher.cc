@@ -55,7 +55,7 @@ int Finish(const ClusterSpec& spec, const RunResult& result) {
   std::string report = AbortReport(spec, result);
   if (!report.empty()) std::cerr << report << std::flush;
   if (result.peer_abort) {
-    std::cerr << "The job was stopped by node " << result.peer_abort->node << ": "
+    std::cerr << "The job was stopped because of node " << result.peer_abort->node << ": "
               << result.peer_abort->message << "; see the logs on that node.\n";
   }
   return result.exit_code;

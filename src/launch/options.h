@@ -46,6 +46,7 @@ struct LaunchOptions {
   std::chrono::milliseconds grace_period{5000};
   std::chrono::milliseconds poll_interval{50};
   std::chrono::milliseconds rendezvous_timeout{120000};
+  std::chrono::milliseconds node_timeout{10000};  // silence after which a node counts as lost
   bool quiet = false;                    // no banner, no live rank-0 output
   // The program and its arguments.
   std::vector<std::string> command;

@@ -22,7 +22,7 @@ std::vector<std::pair<std::string, std::string>> OptionValues(const LaunchOption
       {"heter_workers", Str(o.heter_workers)}, {"host", Str(o.host)},
       {"http_port", Str(o.http_port)}, {"ips", Str(o.ips)}, {"job_id", Str(o.job_id)},
       {"log_dir", Str(o.log_dir)}, {"master_port", Str(o.master_port)},
-      {"nnodes", Str(o.nnodes)}, {"np", Str(o.np)}, {"nproc_per_node", Str(o.nproc_per_node)},
+      {"nnodes", Str(o.nnodes)}, {"node_timeout", Str(o.node_timeout)}, {"np", Str(o.np)}, {"nproc_per_node", Str(o.nproc_per_node)},
       {"rendezvous_timeout", Str(o.rendezvous_timeout)}, {"run_mode", RunModeName(mode)},
       {"scale", Str(o.scale)}, {"server_num", Str(o.server_num)}, {"servers", Str(o.servers)},
       {"started_port", Str(o.started_port)}, {"training_script", Str(o.command.front())},

@@ -1,4 +1,5 @@
 // The fixed-size rendezvous (see rendezvous.h).
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -26,7 +27,7 @@ std::string Seconds(milliseconds ms) { return StrCat(ms.count() / 1000.0, " s");
 class StaticRendezvous : public Rendezvous {
  public:
   explicit StaticRendezvous(const LaunchOptions& options)
-      : timeout_(options.rendezvous_timeout) {}
+      : timeout_(options.rendezvous_timeout), node_timeout_(options.node_timeout) {}
 
   World Join(const NodePlan& plan) override;
 
@@ -39,6 +40,7 @@ class StaticRendezvous : public Rendezvous {
   void PublishFailure(comm::Store& store, const NodePlan& plan, const std::string& what);
 
   milliseconds timeout_;
+  milliseconds node_timeout_;
   std::unique_ptr<comm::TCPStoreServer> server_;  // node 0 only; lives as long as the job
 };
 
@@ -133,6 +135,9 @@ World StaticRendezvous::Join(const NodePlan& plan) {
   channel.node = plan.node_index;
   channel.nnodes = static_cast<int>(plan.nodes.size());
   channel.store_address = address;
+  channel.nodes = plan.nodes;
+  channel.node_timeout = node_timeout_;
+  channel.heartbeat = std::min(milliseconds(1000), node_timeout_ / 4);
   world.channel = std::make_unique<StoreChannel>(channel, Connect(plan, address, milliseconds(2000)),
                                                  store);
   return world;

@@ -234,7 +234,7 @@ void Watch::CheckPeers() {
   if (stopping_) return;
   if (auto notice = channel_.PeerAbort()) {
     peer_abort_ = notice;
-    log::Error("node {} stopped the job: {}", notice->node, notice->message);
+    log::Error("stopping the job: {}", notice->message);
     BeginStop(notice->exit_code == 0 ? 1 : notice->exit_code);
   }
 }

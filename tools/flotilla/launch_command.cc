@@ -13,6 +13,7 @@ namespace {
 struct Durations {
   double grace_period = 5.0;
   double rendezvous_timeout = 120.0;
+  double node_timeout = 10.0;
 };
 Durations g_durations;
 
@@ -55,6 +56,9 @@ void AddCollectiveOptions(CLI::App& c, launch::LaunchOptions& o) {
                "node 0's store and for every node to join")
       ->envname("FLOTILLA_RENDEZVOUS_TIMEOUT")->capture_default_str()
       ->group("Collective Parameters");
+  c.add_option("--node_timeout", g_durations.node_timeout, "seconds without a heartbeat after "
+               "which another node counts as lost and the job stops")
+      ->envname("FLOTILLA_NODE_TIMEOUT")->capture_default_str()->group("Collective Parameters");
   c.add_flag("--use_paddlecloud", o.use_paddlecloud, "take nodes, this node and the first port "
              "from PADDLE_TRAINERS, POD_IP, PADDLE_PORT")
       ->group("Collective Parameters");
@@ -115,6 +119,7 @@ void FinishLaunchOptions(CLI::App& c, bool ps_only, launch::LaunchOptions& o) {
   o.grace_period = std::chrono::milliseconds(static_cast<int64_t>(g_durations.grace_period * 1000));
   o.rendezvous_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(g_durations.rendezvous_timeout * 1000));
+  o.node_timeout = std::chrono::milliseconds(static_cast<int64_t>(g_durations.node_timeout * 1000));
   if (o.job_id.empty()) o.job_id = env::GetOr("PADDLE_ELASTIC_JOB_ID", "");
   if (ps_only && o.run_mode.empty()) o.run_mode = "ps";
 }
