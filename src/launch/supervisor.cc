@@ -218,14 +218,16 @@ void Watch::KillAll() {
 void Watch::OnSignals() {
   for (int sig : signals_.Drain()) {
     if (sig == SIGCHLD) continue;
-    if (stopping_ && launcher_signal_ != 0) {
-      log::Warn("second {}: killing every process now", SignalName(sig));
+    if (stopping_) {
+      // Already stopping (a second signal, or Ctrl-C during a failure's
+      // grace period): the user wants it over now.
+      log::Warn("{} while stopping: killing every process now", SignalName(sig));
+      if (launcher_signal_ == 0) launcher_signal_ = sig;
       KillAll();
       continue;
     }
     log::Warn("received {}: stopping every process (again to kill at once)", SignalName(sig));
     launcher_signal_ = sig;
-    if (stopping_) continue;  // already stopping because of a failure
     BeginStop(128 + sig);
   }
 }
