@@ -117,6 +117,20 @@ TEST(LaunchAbort, ChildrenDieWithAKilledLauncher) {
   EXPECT_NO_PROBES_LEFT(dir.path());
 }
 
+// What a child started in its process group goes with it, whether the job
+// fails or succeeds.
+TEST(LaunchAbort, GrandchildrenAreStoppedToo) {
+  for (const char* exit_code : {"0", "6"}) {
+    TempDir dir;
+    Child launcher(LaunchArgs(dir, {"--nproc_per_node", "2"},
+                              {"--grandchild", "--store_barrier", "--exit", exit_code}),
+                   dir.path());
+    EXPECT_EQ(launcher.WaitCode(seconds(30)), std::atoi(exit_code)) << launcher.Stderr();
+    EXPECT_EQ(ProbePids(dir.path()).size(), 4u) << "two probes and their two grandchildren";
+    EXPECT_NO_PROBES_LEFT(dir.path());
+  }
+}
+
 TEST(LaunchAbort, CrashDuringShutdownStillCounts) {
   // Rank 0 fails; rank 1 segfaults while the launcher is stopping the job:
   // both are reported, rank 2 (stopped by SIGTERM) is not.

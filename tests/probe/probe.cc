@@ -8,6 +8,8 @@
 //   --bind               bind and listen on PADDLE_CURRENT_ENDPOINT (SO_REUSEADDR)
 //   --store_barrier      meet every process in the PADDLE_MASTER store (after writing
 //                        the files above); DIR/barrier.TAG says "ok" or the error
+//   --grandchild         fork a child that sleeps 60 s in the probe's process group
+//                        (its pid in DIR/pid.TAG.g): does the launcher reach it?
 //   --print N            print N numbered lines
 //   --delay S            sleep S seconds before the actions below
 //   --exit CODE[@TAG]    exit with CODE
@@ -126,11 +128,12 @@ int main(int argc, char** argv) {
   const std::string tag = Tag();
   std::map<std::string, std::string> single;
   std::vector<std::pair<std::string, std::string>> actions;
-  bool bind = false, barrier = false;
+  bool bind = false, barrier = false, grandchild = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--bind") { bind = true; continue; }
     if (a == "--store_barrier") { barrier = true; continue; }
+    if (a == "--grandchild") { grandchild = true; continue; }
     if (a.rfind("--ignore_term", 0) == 0) {
       if (ForMe(a.size() > 13 ? "x" + a.substr(13) : "x", tag)) signal(SIGTERM, SIG_IGN);
       continue;
@@ -148,6 +151,14 @@ int main(int argc, char** argv) {
   std::string out;
   for (auto& [k, v] : actions) {
     if (k == "--out") out = v;
+  }
+  if (grandchild) {
+    pid_t g = fork();
+    if (g == 0) {
+      Sleep(60);
+      _exit(0);
+    }
+    if (!out.empty()) WriteFile(out + "/pid." + tag + ".g", std::to_string(g));
   }
   if (!out.empty()) {
     WriteFile(out + "/env." + tag + ".json", record.dump());
