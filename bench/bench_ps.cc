@@ -25,19 +25,29 @@ namespace {
 
 constexpr int64_t kKeys = 10000, kDim = 16, kDense = 1 << 20;
 
-// Median wall time of fn in milliseconds after two warm-up runs.
-double MedianMs(int iters, const std::function<void()>& fn) {
+double Ms(const std::function<void()>& fn) {
+  auto start = std::chrono::steady_clock::now();
   fn();
-  fn();
-  std::vector<double> ms;
-  for (int i = 0; i < iters; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                     .count());
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median wall times (ms) of the PS operation and its echo baseline, run
+// alternately so both see the same machine load; two warm-up rounds first.
+std::pair<double, double> Compare(int iters, const std::function<void()>& ps,
+                                  const std::function<void()>& echo) {
+  std::vector<double> a, b;
+  for (int i = 0; i < iters + 2; ++i) {
+    double x = Ms(ps), y = Ms(echo);
+    if (i < 2) continue;
+    a.push_back(x);
+    b.push_back(y);
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return {Median(a), Median(b)};
 }
 
 void Report(const std::string& op, int64_t request_bytes, int64_t reply_bytes, double ps_ms,
@@ -89,22 +99,23 @@ int main(int argc, char** argv) {
   const int64_t key_bytes = kKeys * 8, row_bytes = kKeys * kDim * 4;
   const std::string key_payload(key_bytes, 'k'), push_payload(key_bytes + row_bytes, 'p');
 
-  double pull = MedianMs(iters, [&] { client.PullSparse("emb", keys); });
-  double echo_pull = MedianMs(iters, [&] { client.Echo(0, key_payload, row_bytes); });
+  auto [pull, echo_pull] = Compare(iters, [&] { client.PullSparse("emb", keys); },
+                                   [&] { client.Echo(0, key_payload, row_bytes); });
   Report("sparse_pull", key_bytes, row_bytes, pull, echo_pull);
-  double push = MedianMs(iters, [&] { client.PushSparse("emb", keys, grads); });
-  double echo_push = MedianMs(iters, [&] { client.Echo(0, push_payload, 0); });
+  auto [push, echo_push] = Compare(iters, [&] { client.PushSparse("emb", keys, grads); },
+                                   [&] { client.Echo(0, push_payload, 0); });
   Report("sparse_push", key_bytes + row_bytes, 0, push, echo_push);
-  Report("sparse_pull_push", 2 * key_bytes + row_bytes, row_bytes, pull + push, echo_pull + echo_push);
+  Report("sparse_pull_push", 2 * key_bytes + row_bytes, row_bytes, pull + push,
+         echo_pull + echo_push);
 
   Tensor dense(DType::kFloat32, {kDense});
   std::fill_n(dense.mutable_data<float>(), kDense, 0.5f);
   const std::string dense_payload(kDense * 4, 'd');
-  double dpull = MedianMs(iters, [&] { client.PullDense("dense", &dense); });
-  double echo_dpull = MedianMs(iters, [&] { client.Echo(0, "", kDense * 4); });
+  auto [dpull, echo_dpull] = Compare(iters, [&] { client.PullDense("dense", &dense); },
+                                     [&] { client.Echo(0, "", kDense * 4); });
   Report("dense_pull", 0, kDense * 4, dpull, echo_dpull);
-  double dpush = MedianMs(iters, [&] { client.PushDense("dense", dense); });
-  double echo_dpush = MedianMs(iters, [&] { client.Echo(0, dense_payload, 0); });
+  auto [dpush, echo_dpush] = Compare(iters, [&] { client.PushDense("dense", dense); },
+                                     [&] { client.Echo(0, dense_payload, 0); });
   Report("dense_push", kDense * 4, 0, dpush, echo_dpush);
   return 0;
 }

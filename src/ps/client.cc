@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <numeric>
 
 #include "flotilla/common/enforce.h"
 #include "ps/payload.h"
@@ -46,6 +47,31 @@ const float* FloatData(const Tensor& t, const std::string& name) {
   return t.data<float>();
 }
 
+// Copies rows positions[j] of src into row j of dst. When one server holds
+// every key the positions are 0..n-1 and one memcpy does.
+void GatherRows(const float* src, const std::vector<size_t>& positions, size_t total,
+                int64_t dim, float* dst) {
+  if (positions.size() == total) {
+    std::memcpy(dst, src, total * dim * sizeof(float));
+    return;
+  }
+  for (size_t j = 0; j < positions.size(); ++j) {
+    std::memcpy(dst + j * dim, src + positions[j] * dim, dim * sizeof(float));
+  }
+}
+
+// The inverse: row j of src goes to row positions[j] of dst.
+void ScatterRows(const float* src, const std::vector<size_t>& positions, size_t total,
+                 int64_t dim, float* dst) {
+  if (positions.size() == total) {
+    std::memcpy(dst, src, total * dim * sizeof(float));
+    return;
+  }
+  for (size_t j = 0; j < positions.size(); ++j) {
+    std::memcpy(dst + positions[j] * dim, src + j * dim, dim * sizeof(float));
+  }
+}
+
 }  // namespace
 
 std::vector<rpc::PushDenseRequest> PsClient::Impl::SplitDense(std::span<const DenseVar> vars,
@@ -85,6 +111,12 @@ PsClient::Impl::SparseSplit PsClient::Impl::SplitKeys(std::span<const int64_t> k
   const int n = static_cast<int>(endpoints.size());
   split.keys.resize(n);
   split.positions.resize(n);
+  if (n == 1) {  // one server: no routing
+    split.keys[0].assign(keys.begin(), keys.end());
+    split.positions[0].resize(keys.size());
+    std::iota(split.positions[0].begin(), split.positions[0].end(), size_t{0});
+    return split;
+  }
   for (size_t i = 0; i < keys.size(); ++i) {
     const int s = options.slicer(keys[i], n);
     FLOTILLA_ENFORCE(s >= 0 && s < n, "sparse slicer put key ", keys[i], " on server ", s,
@@ -113,9 +145,7 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
     rows->set_table(name);
     AssignBytes<int64_t>(rows->mutable_keys(), split.keys[s]);
     auto out = ResizeAs<float>(rows->mutable_values(), split.keys[s].size() * dim);
-    for (size_t j = 0; j < split.positions[s].size(); ++j) {
-      std::memcpy(out.data() + j * dim, data + split.positions[s][j] * dim, dim * sizeof(float));
-    }
+    GatherRows(data, split.positions[s], keys.size(), dim, out.data());
     reqs[s].set_trainer_id(trainer_id);
     reqs[s].set_write(write);
     deltas[s].set_trainer_id(trainer_id);
@@ -252,10 +282,7 @@ Tensor PsClient::PullSparse(const std::string& name, std::span<const int64_t> ke
     auto values = AsSpan<float>(rows.values(), "rows of '" + name + "'");
     FLOTILLA_ENFORCE_EQ(values.size(), split.keys[s].size() * dim, "rows of '", name, "' from ",
                         impl_->endpoints[s]);
-    float* dst = out.mutable_data<float>();
-    for (size_t j = 0; j < split.positions[s].size(); ++j) {
-      std::memcpy(dst + split.positions[s][j] * dim, values.data() + j * dim, dim * sizeof(float));
-    }
+    ScatterRows(values.data(), split.positions[s], keys.size(), dim, out.mutable_data<float>());
   }
   return out;
 }

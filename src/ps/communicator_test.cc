@@ -7,6 +7,7 @@
 #include "flotilla/ps/communicator.h"
 #include "flotilla/ps/geo_communicator.h"
 #include "flotilla/ps/server.h"
+#include "flotilla/ps/trainer_runtime.h"
 
 namespace flotilla::ps {
 namespace {
@@ -152,6 +153,27 @@ TEST(GeoCommunicator, TwoTrainersPushScaledDeltasEveryKSteps) {
   EXPECT_EQ(final[1], std::vector<float>(4, 0.0f));
   // Each trainer added 4 to the row over two steps, halved: 0 + 2 + 2.
   EXPECT_EQ(rows[0], (std::vector<float>{4.0f, 0.0f}));
+}
+
+TEST(TrainerRuntime, FinishFlushesTellsServersAndUninstalls) {
+  auto server = StartServer(PsMode::kAsync, 1);
+  auto run = std::async(std::launch::async, [&] { server->Run(); });
+  EXPECT_THROW(RequireTrainerRuntime("op 'send'"), NotFound);
+  auto runtime = std::make_shared<TrainerRuntime>();
+  runtime->mode = PsMode::kAsync;
+  runtime->client = std::make_shared<PsClient>(std::vector<std::string>{server->endpoint()}, 0, 1);
+  runtime->async = std::make_shared<AsyncCommunicator>(runtime->client, CommunicatorOptions{});
+  runtime->async->AddDense("w", {4});
+  runtime->async->Start();
+  InstallTrainerRuntime(runtime);
+  RequireTrainerRuntime("op 'send'")->async->SendDense("w", Filled(1.0f, {4}));
+  FinishTrainerRuntime();  // flushes the queued gradient, then TrainerFinished
+  run.get();               // the only trainer finished: Run() returned
+  EXPECT_EQ(CurrentTrainerRuntime(), nullptr);
+  std::vector<float> w(4);
+  server->dense("w").Pull(0, w);
+  EXPECT_EQ(w, std::vector<float>(4, 0.5f));
+  FinishTrainerRuntime();  // no runtime: nothing to do
 }
 
 }  // namespace

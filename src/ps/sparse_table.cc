@@ -10,10 +10,14 @@
 
 namespace flotilla::ps {
 
+// Rows live in one growing array per shard (slot i at data[i * stride]),
+// not one allocation per row: millions of small rows stay compact.
 // A row is [dim values | state_size floats of rule state].
 struct SparseTable::Shard {
   mutable std::mutex mu;
-  std::unordered_map<int64_t, std::vector<float>> rows;     // guarded by mu
+  std::unordered_map<int64_t, uint32_t> slot;               // guarded by mu; key → slot
+  std::vector<int64_t> keys;                                // guarded by mu; slot → key
+  std::vector<float> data;                                  // guarded by mu
   std::unordered_map<int64_t, std::vector<float>> pending;  // guarded by mu
 };
 
@@ -31,7 +35,7 @@ int64_t SparseTable::size() const {
   int64_t n = 0;
   for (const auto& s : shards_) {
     std::lock_guard<std::mutex> lock(s->mu);
-    n += static_cast<int64_t>(s->rows.size());
+    n += static_cast<int64_t>(s->keys.size());
   }
   return n;
 }
@@ -49,31 +53,44 @@ void SparseTable::CheckSpan(size_t keys, size_t values, const char* op) const {
                       op, ": values must be [keys, dim=", dim(), "]");
 }
 
-namespace {
-
-// The row of `key`, created with the initializer and fresh rule state when missing.
-std::vector<float>& RowOf(std::unordered_map<int64_t, std::vector<float>>& rows, int64_t key,
-                          const SparseTableConfig& config, int64_t state_size) {
-  auto [it, inserted] = rows.try_emplace(key);
-  if (inserted) {
-    it->second.resize(config.dim + state_size);
-    std::span<float> row(it->second);
-    FillInitial(config.initializer, key, 0, row.first(config.dim));
-    config.rule->InitState(config.dim, row.subspan(config.dim));
-  }
-  return it->second;
+// The row of `key`, created with the initializer and fresh rule state when
+// missing. Valid until the shard next grows; callers hold the shard lock.
+std::span<float> SparseTable::RowOf(Shard& shard, int64_t key) const {
+  const size_t stride = config_.dim + state_size_;
+  auto [it, inserted] = shard.slot.try_emplace(key, static_cast<uint32_t>(shard.keys.size()));
+  if (!inserted) return {shard.data.data() + it->second * stride, stride};
+  shard.keys.push_back(key);
+  shard.data.resize(shard.data.size() + stride);
+  std::span<float> row(shard.data.data() + shard.data.size() - stride, stride);
+  FillInitial(config_.initializer, key, 0, row.first(config_.dim));
+  config_.rule->InitState(config_.dim, row.subspan(config_.dim));
+  return row;
 }
 
-}  // namespace
-
-// Calls fn(row, i) for each keys[i] under that key's shard lock, creating
-// missing rows; a batch is not atomic across keys, which the modes never need.
+// Calls fn(row, i) for each keys[i], creating missing rows. Keys are
+// grouped by shard so each shard's lock is taken once per batch; keys of
+// one shard keep their order (repeated keys apply in order). A batch is
+// not atomic across shards, which none of the modes needs.
 template <typename Fn>
 void SparseTable::ForEachRow(std::span<const int64_t> keys, Fn&& fn) {
+  const size_t n = shards_.size();
+  std::vector<uint32_t> shard_of(keys.size());
+  std::vector<size_t> start(n + 1, 0);
   for (size_t i = 0; i < keys.size(); ++i) {
-    Shard& s = ShardOf(keys[i]);
-    std::lock_guard<std::mutex> lock(s.mu);
-    fn(std::span<float>(RowOf(s.rows, keys[i], config_, state_size_)), i);
+    shard_of[i] = static_cast<uint32_t>(ShardIndex(keys[i]));
+    ++start[shard_of[i] + 1];
+  }
+  for (size_t s = 0; s < n; ++s) start[s + 1] += start[s];
+  std::vector<size_t> order(keys.size());
+  std::vector<size_t> fill(start.begin(), start.end() - 1);
+  for (size_t i = 0; i < keys.size(); ++i) order[fill[shard_of[i]]++] = i;
+  for (size_t s = 0; s < n; ++s) {
+    if (start[s] == start[s + 1]) continue;
+    std::lock_guard<std::mutex> lock(shards_[s]->mu);
+    for (size_t k = start[s]; k < start[s + 1]; ++k) {
+      const size_t i = order[k];
+      fn(RowOf(*shards_[s], keys[i]), i);
+    }
   }
 }
 
@@ -113,7 +130,7 @@ void SparseTable::ApplyPending(int divisor) {
     std::lock_guard<std::mutex> lock(s->mu);
     for (auto& [key, grad] : s->pending) {
       for (float& g : grad) g *= scale;
-      std::span<float> row(RowOf(s->rows, key, config_, state_size_));
+      std::span<float> row = RowOf(*s, key);
       config_.rule->Apply(row.first(d), row.subspan(d), grad);
     }
     s->pending.clear();
@@ -137,10 +154,14 @@ void SparseTable::Set(std::span<const int64_t> keys, std::span<const float> valu
 }
 
 std::string SparseTable::Serialize() const {
+  const size_t stride = dim() + state_size_;
   std::vector<std::pair<int64_t, std::vector<float>>> rows;
   for (const auto& s : shards_) {
     std::lock_guard<std::mutex> lock(s->mu);
-    rows.insert(rows.end(), s->rows.begin(), s->rows.end());
+    for (size_t i = 0; i < s->keys.size(); ++i) {
+      const float* row = s->data.data() + i * stride;
+      rows.emplace_back(s->keys[i], std::vector<float>(row, row + stride));
+    }
   }
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   ByteWriter w;
@@ -169,17 +190,23 @@ void SparseTable::Deserialize(std::string_view image, const std::string& what) {
                  ": table '", name(), "' was saved with rule '", stored_rule,
                  "', this server uses '", rule().name(), "'");
   const uint64_t count = r.Get<uint64_t>();
-  std::vector<std::unordered_map<int64_t, std::vector<float>>> loaded(shards_.size());
+  const size_t stride = dim() + state_size_;
+  std::vector<Shard> loaded(shards_.size());
   for (uint64_t i = 0; i < count; ++i) {
     const int64_t key = r.Get<int64_t>();
-    std::vector<float> row(dim() + state_size_);
-    r.GetSpan<float>(row);
-    loaded[ShardIndex(key)][key] = std::move(row);
+    Shard& shard = loaded[ShardIndex(key)];
+    FLOTILLA_CHECK(shard.slot.try_emplace(key, shard.keys.size()).second, Corruption, what,
+                   ": key ", key, " appears twice in table '", name(), "'");
+    shard.keys.push_back(key);
+    shard.data.resize(shard.data.size() + stride);
+    r.GetSpan<float>(std::span<float>(shard.data).last(stride));
   }
   FLOTILLA_CHECK(r.done(), Corruption, what, ": trailing bytes after table '", name(), "'");
   for (size_t i = 0; i < shards_.size(); ++i) {
     std::lock_guard<std::mutex> lock(shards_[i]->mu);
-    shards_[i]->rows = std::move(loaded[i]);
+    shards_[i]->slot = std::move(loaded[i].slot);
+    shards_[i]->keys = std::move(loaded[i].keys);
+    shards_[i]->data = std::move(loaded[i].data);
     shards_[i]->pending.clear();
   }
 }

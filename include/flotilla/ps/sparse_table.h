@@ -64,6 +64,7 @@ class SparseTable {
  private:
   struct Shard;
   size_t ShardIndex(int64_t key) const;
+  std::span<float> RowOf(Shard& shard, int64_t key) const;
   Shard& ShardOf(int64_t key) const;
   template <typename Fn>
   void ForEachRow(std::span<const int64_t> keys, Fn&& fn);
