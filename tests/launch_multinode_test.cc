@@ -90,6 +90,7 @@ TEST_F(TwoHosts, FourRanksWithTheRightEnvironment) {
     EXPECT_EQ(env["PADDLE_NNODES"], "2");
     EXPECT_EQ(env["PADDLE_LOCAL_SIZE"], "2");
     EXPECT_EQ(env["FLAGS_selected_gpus"], std::to_string(rank % 2));
+    EXPECT_EQ(env["FLOTILLA_HOST_ID"], rank < 2 ? ip_a_ : ip_b_);
     const std::string current = env["PADDLE_CURRENT_ENDPOINT"];
     EXPECT_EQ(current.rfind((rank < 2 ? ip_a_ : ip_b_) + ":", 0), 0u) << current;
     EXPECT_NE(endpoints.find(current + "\n"), std::string::npos);

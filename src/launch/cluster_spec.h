@@ -38,6 +38,7 @@ struct ClusterSpec {
   std::vector<std::string> nodes;      // node hosts; index = node index
   int node_index = 0;                  // this launcher's node
   std::string master;                  // rendezvous store host:port
+  std::string job_id;                  // --job_id; "" = unnamed
   std::vector<ProcessSpec> trainers;   // ordered by rank
   std::vector<ProcessSpec> servers;    // ordered by server id (ps mode)
 

@@ -69,8 +69,17 @@ EnvList PsEnv(const ClusterSpec& spec, const ProcessSpec& p) {
 
 }  // namespace
 
+// Flotilla's own: which processes share a machine (the comm layer uses
+// shared memory between them) and the job's name (store key prefix).
+void AddFlotillaEnv(const ClusterSpec& spec, const ProcessSpec& p, EnvList& env) {
+  env.emplace_back("FLOTILLA_HOST_ID", p.host);
+  if (!spec.job_id.empty()) env.emplace_back("FLOTILLA_JOB_ID", spec.job_id);
+}
+
 EnvList ContractEnv(const ClusterSpec& spec, const ProcessSpec& p) {
-  return spec.mode == RunMode::kPs ? PsEnv(spec, p) : CollectiveEnv(spec, p);
+  EnvList env = spec.mode == RunMode::kPs ? PsEnv(spec, p) : CollectiveEnv(spec, p);
+  AddFlotillaEnv(spec, p, env);
+  return env;
 }
 
 const std::vector<std::string>& ContractVariableNames() {
@@ -81,7 +90,7 @@ const std::vector<std::string>& ContractVariableNames() {
       "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_PSERVERS_NUM",
       "PADDLE_PSERVER_ID", "PADDLE_PORT", "POD_IP", "PADDLE_GLOO_HTTP_ENDPOINT",
       "PADDLE_TRAINING_ROLE", "PADDLE_PSERVER_IPS", "PADDLE_PSERVER_PORT",
-      "PADDLE_TRAINERS", "PADDLE_CURRENT_IP"};
+      "PADDLE_TRAINERS", "PADDLE_CURRENT_IP", "FLOTILLA_HOST_ID", "FLOTILLA_JOB_ID"};
   return names;
 }
 

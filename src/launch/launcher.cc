@@ -72,6 +72,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
   SignalFd signals;
   auto rendezvous = make_rendezvous(options);
   World world = rendezvous->Join(plan);
+  world.spec.job_id = options.job_id;
   WriteEndpointsLog(options.log_dir, world.spec);
   PrintBanner(options, mode, world.spec);
 
