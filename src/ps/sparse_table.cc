@@ -7,6 +7,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/ps/slicing.h"
 #include "ps/byte_io.h"
+#include "ps/key_index.h"
 
 namespace flotilla::ps {
 
@@ -15,7 +16,7 @@ namespace flotilla::ps {
 // A row is [dim values | state_size floats of rule state].
 struct SparseTable::Shard {
   mutable std::mutex mu;
-  std::unordered_map<int64_t, uint32_t> slot;               // guarded by mu; key → slot
+  KeyIndex slot;                                            // guarded by mu; key → slot
   std::vector<int64_t> keys;                                // guarded by mu; slot → key
   std::vector<float> data;                                  // guarded by mu
   std::unordered_map<int64_t, std::vector<float>> pending;  // guarded by mu
@@ -57,8 +58,8 @@ void SparseTable::CheckSpan(size_t keys, size_t values, const char* op) const {
 // missing. Valid until the shard next grows; callers hold the shard lock.
 std::span<float> SparseTable::RowOf(Shard& shard, int64_t key) const {
   const size_t stride = config_.dim + state_size_;
-  auto [it, inserted] = shard.slot.try_emplace(key, static_cast<uint32_t>(shard.keys.size()));
-  if (!inserted) return {shard.data.data() + it->second * stride, stride};
+  auto [slot, inserted] = shard.slot.FindOrInsert(key, static_cast<uint32_t>(shard.keys.size()));
+  if (!inserted) return {shard.data.data() + size_t{slot} * stride, stride};
   shard.keys.push_back(key);
   shard.data.resize(shard.data.size() + stride);
   std::span<float> row(shard.data.data() + shard.data.size() - stride, stride);
@@ -88,6 +89,8 @@ void SparseTable::ForEachRow(std::span<const int64_t> keys, Fn&& fn) {
     if (start[s] == start[s + 1]) continue;
     std::lock_guard<std::mutex> lock(shards_[s]->mu);
     for (size_t k = start[s]; k < start[s + 1]; ++k) {
+      constexpr size_t kAhead = 8;
+      if (k + kAhead < start[s + 1]) shards_[s]->slot.Prefetch(keys[order[k + kAhead]]);
       const size_t i = order[k];
       fn(RowOf(*shards_[s], keys[i]), i);
     }
@@ -195,7 +198,7 @@ void SparseTable::Deserialize(std::string_view image, const std::string& what) {
   for (uint64_t i = 0; i < count; ++i) {
     const int64_t key = r.Get<int64_t>();
     Shard& shard = loaded[ShardIndex(key)];
-    FLOTILLA_CHECK(shard.slot.try_emplace(key, shard.keys.size()).second, Corruption, what,
+    FLOTILLA_CHECK(shard.slot.FindOrInsert(key, shard.keys.size()).second, Corruption, what,
                    ": key ", key, " appears twice in table '", name(), "'");
     shard.keys.push_back(key);
     shard.data.resize(shard.data.size() + stride);

@@ -5,6 +5,7 @@
 #include "flotilla/common/error.h"
 #include "flotilla/ps/dense_table.h"
 #include "flotilla/ps/sparse_table.h"
+#include "ps/key_index.h"
 
 namespace flotilla::ps {
 namespace {
@@ -172,6 +173,28 @@ TEST(Tables, SerializeRoundTripAndMismatch) {
   std::string image = s.Serialize();
   image.resize(image.size() - 3);
   EXPECT_THROW(s2.Deserialize(image, "image"), Corruption);
+}
+
+TEST(KeyIndex, FindsEveryInsertedKeyAcrossGrowth) {
+  KeyIndex index;
+  const std::vector<int64_t> strides{1, 64, 1 << 20, -7};
+  uint32_t next = 0;
+  for (int64_t stride : strides) {
+    for (int64_t i = 0; i < 3000; ++i) {
+      auto [slot, inserted] = index.FindOrInsert(i * stride + stride * 100000, next);
+      ASSERT_TRUE(inserted);
+      ASSERT_EQ(slot, next++);
+    }
+  }
+  EXPECT_EQ(index.size(), next);
+  uint32_t want = 0;
+  for (int64_t stride : strides) {
+    for (int64_t i = 0; i < 3000; ++i) {
+      auto [slot, inserted] = index.FindOrInsert(i * stride + stride * 100000, 999999);
+      ASSERT_FALSE(inserted);
+      ASSERT_EQ(slot, want++);
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,64 @@
+// KeyIndex: key → row slot for a sparse-table shard. Open addressing with
+// linear probing over a power-of-two array, kept at most half full: a
+// lookup is one mixed hash and (almost always) one cache line, several
+// times cheaper than std::unordered_map's bucket-and-node chase, which
+// dominated sparse pulls. Not thread-safe (the shard lock guards it).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "flotilla/ps/slicing.h"
+
+namespace flotilla::ps {
+
+class KeyIndex {
+ public:
+  // Returns the slot of `key`, inserting it with slot `next` when missing;
+  // the bool says whether it was inserted.
+  std::pair<uint32_t, bool> FindOrInsert(int64_t key, uint32_t next) {
+    if ((size_ + 1) * 2 > entries_.size()) Grow();
+    size_t i = Home(key);
+    while (true) {
+      Entry& e = entries_[i];
+      if (e.slot == kEmpty) {
+        e = {key, next};
+        ++size_;
+        return {next, true};
+      }
+      if (e.key == key) return {e.slot, false};
+      i = (i + 1) & (entries_.size() - 1);
+    }
+  }
+  // Hints the cache to load the line `key` probes first: batches prefetch
+  // a few keys ahead so lookups overlap their memory latency.
+  void Prefetch(int64_t key) const {
+    if (!entries_.empty()) __builtin_prefetch(&entries_[Home(key)]);
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  struct Entry {
+    int64_t key = 0;
+    uint32_t slot = kEmpty;
+  };
+
+  size_t Home(int64_t key) const {
+    return MixBits(static_cast<uint64_t>(key)) & (entries_.size() - 1);
+  }
+  void Grow() {
+    std::vector<Entry> old = std::move(entries_);
+    entries_.assign(old.empty() ? 64 : old.size() * 2, Entry{});
+    size_ = 0;
+    for (const Entry& e : old) {
+      if (e.slot != kEmpty) FindOrInsert(e.key, e.slot);
+    }
+  }
+
+  std::vector<Entry> entries_;
+  size_t size_ = 0;
+};
+
+}  // namespace flotilla::ps
