@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "flotilla/common/logging.h"
 #include "flotilla/ps/client.h"
 #include "flotilla/ps/server.h"
 
@@ -85,6 +86,7 @@ std::unique_ptr<PsServer> StartServer() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::warn);  // stdout carries only JSON lines
   int iters = 30;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--iters") iters = std::stoi(argv[i + 1]);
