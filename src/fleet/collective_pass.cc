@@ -82,6 +82,8 @@ CollectivePassResult DataParallel(Program& main, const std::vector<ParamGrad>& p
   for (size_t b = 0; b < result.buckets.size(); ++b) {
     size_t last = 0;
     for (const auto& g : result.buckets[b].vars) last = std::max(last, writer[g]);
+    // A bucket finished just before the optimizer has nothing to overlap.
+    if (last + 1 == first_opt && s.proto().sync_nccl_allreduce()) ops.starts[b].Set("sync", true);
     inserts.emplace_back(last + 1, std::move(ops.starts[b]));
   }
   for (auto& wait : ops.waits) inserts.emplace_back(first_opt, std::move(wait));

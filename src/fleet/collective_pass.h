@@ -7,7 +7,9 @@
 // fuse_grad_size_in_MB per bucket, buckets spread round-robin over comm_num
 // communicators; a bucket's all-reduce starts right after the op that
 // finally writes its last gradient and is waited for before the first
-// optimizer op, so communication overlaps the rest of backward.
+// optimizer op, so communication overlaps the rest of backward. A bucket
+// finished right before the optimizer (nothing to overlap) is reduced on the
+// executor's thread when sync_nccl_allreduce is set (the default).
 // LocalSGD: no gradient all-reduce; the parameters are averaged after the
 // optimizer on every k_steps-th step (from begin_step; every step before).
 // Gradient merge: gradients accumulate in persistable buffers; every

@@ -13,7 +13,9 @@ namespace {
 // What c_allreduce_start leaves for c_allreduce_wait.
 struct PendingAllreduce {
   std::shared_ptr<comm::Work> work;
-  Tensor fused;  // the bucket's buffer when it holds several gradients
+  Tensor fused;  // the bucket's buffer when it holds several gradients;
+                 // the gradient variables are views of it
+  bool done_inline = false;  // a sync start already reduced the bucket
 };
 
 void BroadcastKernel(ExecutionContext& ctx) {
@@ -33,17 +35,30 @@ int64_t TotalNumel(const std::vector<const Tensor*>& xs) {
   return n;
 }
 
-// Packs the bucket's gradients into one buffer (reused across steps).
-Tensor& Pack(const std::vector<const Tensor*>& xs, Tensor& fused) {
+// Gathers the bucket's gradients into one buffer (kept across steps) and
+// points each gradient variable at its slice of it, so from the next step
+// on backward writes straight into the buffer and nothing is copied (kernels
+// reuse an output's memory when it is large enough). A gradient whose
+// kernel replaced its tensor is copied in and re-pointed.
+Tensor& Fuse(ExecutionContext& ctx, Tensor& fused) {
+  std::vector<const Tensor*> xs = ctx.MultiInput("X");
   int64_t n = TotalNumel(xs);
   if (!fused.initialized() || fused.numel() != n || fused.dtype() != xs[0]->dtype()) {
     fused = Tensor(xs[0]->dtype(), {n});
     fused.raw_mutable_data(xs[0]->dtype());
   }
-  auto* dst = static_cast<char*>(fused.raw_data());
-  for (const Tensor* x : xs) {
-    std::memcpy(dst, x->raw_data(), x->nbytes());
-    dst += x->nbytes();
+  auto* base = static_cast<char*>(fused.raw_data());
+  int64_t offset = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    Tensor& x = *ctx.InputVar("X", i)->GetMutableTensor();
+    char* slot = base + offset * static_cast<int64_t>(SizeOf(x.dtype()));
+    if (x.raw_data() != slot) {
+      std::memcpy(slot, x.raw_data(), x.nbytes());
+      Tensor view = fused.Slice(offset, offset + x.numel());
+      view.Reshape(x.dims());
+      x = view;
+    }
+    offset += x.numel();
   }
   return fused;
 }
@@ -55,27 +70,29 @@ void AllreduceStartKernel(ExecutionContext& ctx) {
   FLOTILLA_CHECK(pending->work == nullptr, Internal, ctx.Where(),
                  ": the previous all-reduce of this bucket was never waited for");
   std::vector<const Tensor*> xs = ctx.MultiInput("X");
-  if (xs.size() == 1) {
-    pending->work = group->allreduceAsync(*xs[0], comm::ReduceOp::kAvg, comm);
-  } else {
-    pending->work = group->allreduceAsync(Pack(xs, pending->fused), comm::ReduceOp::kAvg, comm);
+  Tensor bucket = xs.size() == 1 ? *xs[0] : Fuse(ctx, pending->fused);
+  if (ctx.AttrOr<bool>("sync", false)) {
+    // Nothing left to overlap with: reduce on this thread and spare the
+    // hand-off to the communicator thread (Paddle's sync_nccl_allreduce).
+    group->allreduce(bucket, comm::ReduceOp::kAvg, comm);
+    pending->done_inline = true;
+    return;
   }
+  pending->work = group->allreduceAsync(bucket, comm::ReduceOp::kAvg, comm);
 }
 
 void AllreduceWaitKernel(ExecutionContext& ctx) {
   auto* pending = ctx.InputVar("Handle")->GetMutableObject<PendingAllreduce>();
+  if (pending->done_inline) {
+    pending->done_inline = false;
+    return;
+  }
   FLOTILLA_CHECK(pending->work != nullptr, Internal, ctx.Where(),
                  ": no all-reduce was started for this bucket");
   auto work = std::move(pending->work);
   pending->work = nullptr;
+  // A fused bucket was reduced in its buffer, which the gradients alias.
   work->wait();
-  std::vector<Tensor*> outs = ctx.MultiOutput("Out");
-  if (outs.size() == 1) return;  // reduced in place
-  const auto* src = static_cast<const char*>(pending->fused.raw_data());
-  for (Tensor* out : outs) {
-    std::memcpy(out->raw_data(), src, out->nbytes());
-    src += out->nbytes();
-  }
 }
 
 }  // namespace
@@ -87,7 +104,7 @@ void RegisterAllreduceOps() {
               .default_attrs = {{"root", int32_t{0}}}});
   r.Register({.type = "c_allreduce_start",
               .kernels = {{Place::Kind::kCPU, AllreduceStartKernel}},
-              .default_attrs = {{kCommAttr, int32_t{0}}}});
+              .default_attrs = {{kCommAttr, int32_t{0}}, {"sync", false}}});
   r.Register({.type = "c_allreduce_wait", .kernels = {{Place::Kind::kCPU, AllreduceWaitKernel}}});
 }
 

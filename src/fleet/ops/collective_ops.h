@@ -4,7 +4,9 @@
 //   c_broadcast        X (in place) from rank `root` of ring `ring_id`
 //   c_allreduce_start  starts the average of the gradients X on communicator
 //                      `comm` (one fused buffer when X has several); the
-//                      pending operation is kept in the raw variable Handle
+//                      pending operation is kept in the raw variable Handle;
+//                      with attribute sync it reduces at once on the caller's
+//                      thread (nothing left to overlap with)
 //   c_allreduce_wait   waits for Handle and writes the averages back into X
 //   c_grad_accumulate  Acc[i] += Grad[i] (gradient merge)
 //   c_step_gate        Step += 1; Cond = 1 on the steps a periodic action
