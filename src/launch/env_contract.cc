@@ -70,9 +70,11 @@ EnvList PsEnv(const ClusterSpec& spec, const ProcessSpec& p) {
 }  // namespace
 
 // Flotilla's own: which processes share a machine (the comm layer uses
-// shared memory between them) and the job's name (store key prefix).
+// shared memory between them), the address gloo listens on (this node's
+// address in the job, reachable from the other nodes) and the job's name.
 void AddFlotillaEnv(const ClusterSpec& spec, const ProcessSpec& p, EnvList& env) {
   env.emplace_back("FLOTILLA_HOST_ID", p.host);
+  env.emplace_back("FLOTILLA_GLOO_HOSTNAME", p.host);
   if (!spec.job_id.empty()) env.emplace_back("FLOTILLA_JOB_ID", spec.job_id);
 }
 
@@ -90,7 +92,8 @@ const std::vector<std::string>& ContractVariableNames() {
       "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_PSERVERS_NUM",
       "PADDLE_PSERVER_ID", "PADDLE_PORT", "POD_IP", "PADDLE_GLOO_HTTP_ENDPOINT",
       "PADDLE_TRAINING_ROLE", "PADDLE_PSERVER_IPS", "PADDLE_PSERVER_PORT",
-      "PADDLE_TRAINERS", "PADDLE_CURRENT_IP", "FLOTILLA_HOST_ID", "FLOTILLA_JOB_ID"};
+      "PADDLE_TRAINERS", "PADDLE_CURRENT_IP", "FLOTILLA_HOST_ID", "FLOTILLA_GLOO_HOSTNAME",
+      "FLOTILLA_JOB_ID"};
   return names;
 }
 
