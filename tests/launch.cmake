@@ -15,3 +15,7 @@ foreach(t launch_cli_test launch_abort_test launch_ps_test launch_multinode_test
   add_dependencies(${t} flotilla launch_probe)
 endforeach()
 set_tests_properties(launch_multinode_test PROPERTIES RUN_SERIAL TRUE)
+# The multi-node test also runs seed 001's example when it is built.
+if(TARGET train_with_fleet)
+  add_dependencies(launch_multinode_test train_with_fleet)
+endif()

@@ -121,6 +121,25 @@ TEST_F(TwoHosts, FailureOnOneNodeStopsTheOther) {
   EXPECT_NO_PROBES_LEFT(db.path());
 }
 
+// The real thing: seed 001's train_with_fleet (examples/) data-parallel over
+// 4 ranks on two hosts — the role maker reads the contract, the process group
+// meets in PADDLE_MASTER and gloo listens on FLOTILLA_GLOO_HOSTNAME.
+TEST_F(TwoHosts, FleetTrainingAcrossHosts) {
+  const std::string example = BuildDir() + "/bin/train_with_fleet";
+  if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
+  TempDir da, db;
+  auto args = [&](const TempDir& d) {
+    return std::vector<std::string>{FlotillaBin(), "launch", "--quiet", "--log_dir", d / "log",
+                                    "--ips", ip_a_ + "," + ip_b_, "--nproc_per_node", "2", example,
+                                    "--steps", "10", "--hidden", "64", "--warmup", "2"};
+  };
+  Child node_b(args(db), db.path(), {}, b_);
+  Child node_a(args(da), da.path(), {}, a_);
+  EXPECT_EQ(node_a.WaitCode(seconds(120)), 0) << ReadText(da / "log/workerlog.0");
+  EXPECT_EQ(node_b.WaitCode(seconds(120)), 0) << ReadText(db / "log/workerlog.2");
+  EXPECT_NE(ReadText(da / "log/workerlog.0").find("\"ranks\":4"), std::string::npos);
+}
+
 // A node whose launcher is SIGKILLed cannot say goodbye: its children die
 // with it (PDEATHSIG) and the other node notices the missing heartbeat.
 TEST_F(TwoHosts, KilledNodeIsNoticedByTheOthers) {
