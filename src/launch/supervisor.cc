@@ -110,7 +110,10 @@ void Watch::StartOne(Child& c, size_t index, const std::vector<std::string>& com
   try {
     c.pid = Spawn(spawn);
   } catch (...) {
-    if (relay) close(pipe_fds[0]), close(pipe_fds[1]);
+    if (relay) {
+      close(pipe_fds[0]);
+      close(pipe_fds[1]);
+    }
     throw;
   }
   c.running = true;
