@@ -6,3 +6,15 @@ flotilla_test(fleet_collective_test
   SOURCES fleet_collective_test.cc
   DEPS fleet_test_util
   TIMEOUT 300)
+
+flotilla_test(fleet_save_test
+  SOURCES fleet_save_test.cc
+  DEPS fleet_test_util
+  TIMEOUT 120)
+
+# train_with_fleet under flotilla launch and mpirun.
+flotilla_test(fleet_process_test
+  SOURCES fleet_process_test.cc
+  DEPS launch_test_util
+  TIMEOUT 300)
+add_dependencies(fleet_process_test flotilla train_with_fleet)
