@@ -214,5 +214,14 @@ TEST(LocalAddresses, IncludeLoopback) {
   EXPECT_NE(std::find(addrs.begin(), addrs.end(), "127.0.0.1"), addrs.end());
 }
 
+TEST(ResolveIpv4, AddressesPassNamesResolve) {
+  EXPECT_EQ(ResolveIpv4("10.1.2.3", "--ips"), "10.1.2.3");
+  EXPECT_EQ(ResolveIpv4("localhost", "--ips"), "127.0.0.1");
+  EXPECT_THROW(ResolveIpv4("no-such-host.invalid", "--ips"), InvalidArgument);
+  LaunchOptions o = WithCommand();
+  o.ips = "localhost";
+  EXPECT_EQ(PlanNode(o, RunMode::kCollective).local[0].host, "127.0.0.1");
+}
+
 }  // namespace
 }  // namespace flotilla::launch

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,6 +27,22 @@ std::vector<std::string> LocalAddresses() {
   }
   freeifaddrs(list);
   return out;
+}
+
+std::string ResolveIpv4(const std::string& host, const std::string& what) {
+  in_addr probe{};
+  if (inet_pton(AF_INET, host.c_str(), &probe) == 1) return host;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  FLOTILLA_CHECK(rc == 0 && found != nullptr, InvalidArgument, what, ": host '", host,
+                 "' does not resolve to an IPv4 address (", gai_strerror(rc), ")");
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, buf, sizeof(buf));
+  freeaddrinfo(found);
+  return buf;
 }
 
 namespace {

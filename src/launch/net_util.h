@@ -10,6 +10,11 @@ namespace flotilla::launch {
 // IPv4 addresses of this machine's interfaces (including loopback).
 std::vector<std::string> LocalAddresses();
 
+// `host` as a dotted IPv4 address: addresses pass through, names are
+// resolved (first IPv4 result). Throws InvalidArgument naming `what` and the
+// host when it does not resolve.
+std::string ResolveIpv4(const std::string& host, const std::string& what);
+
 // A TCP port held for a child until the launcher exits.
 //
 // The socket is bound (never listening) with SO_REUSEADDR and SO_REUSEPORT.

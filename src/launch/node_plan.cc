@@ -29,7 +29,7 @@ std::vector<std::vector<std::string>> DeviceGroups(const LaunchOptions& o) {
 
 int FindNodeIndex(const std::vector<std::string>& nodes, const std::string& host) {
   if (!host.empty()) {
-    auto it = std::find(nodes.begin(), nodes.end(), host);
+    auto it = std::find(nodes.begin(), nodes.end(), ResolveIpv4(host, "--host"));
     FLOTILLA_ENFORCE(it != nodes.end(), "this node's address --host/--node_ip '", host,
                      "' is not in the node list [", Join(nodes, ","), "]");
     return static_cast<int>(it - nodes.begin());
@@ -48,9 +48,9 @@ namespace {
 
 std::vector<std::string> NodeList(const LaunchOptions& o) {
   std::vector<std::string> nodes = Split(o.ips, ',');
-  for (auto& n : nodes) n = Trim(n);
+  for (auto& n : nodes) n = ResolveIpv4(Trim(n), "--ips");
   if (nodes.empty() || (nodes.size() == 1 && nodes[0] == "127.0.0.1" && !o.host.empty())) {
-    nodes = {o.host.empty() ? "127.0.0.1" : o.host};
+    nodes = {o.host.empty() ? "127.0.0.1" : ResolveIpv4(o.host, "--host")};
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
@@ -104,10 +104,10 @@ std::vector<Endpoint> ParseEndpoints(const std::string& list, const char* option
   for (const auto& item : Split(list, ',')) {
     std::string s = Trim(item);
     if (s.find(':') == std::string::npos) {
-      out.push_back({s, 0});
+      out.push_back({ResolveIpv4(s, option), 0});
     } else {
       HostPort hp = ParseHostPort(s, option);
-      out.push_back({hp.host, hp.port});
+      out.push_back({ResolveIpv4(hp.host, option), hp.port});
     }
   }
   return out;
@@ -145,7 +145,7 @@ NodePlan PlanPs(const LaunchOptions& o) {
     workers = ParseEndpoints(o.workers, "--workers");
   } else {
     // Simulation on one machine: --server_num/--worker_num (Paddle's defaults: 2 and 2).
-    const std::string host = o.host.empty() ? "127.0.0.1" : o.host;
+    const std::string host = o.host.empty() ? "127.0.0.1" : ResolveIpv4(o.host, "--host");
     const int ns = o.server_num > 0 ? o.server_num : 2;
     const int nw = o.worker_num > 0 ? o.worker_num : 2;
     for (int i = 0; i < ns; ++i) servers.push_back({host, o.started_port > 0 ? o.started_port + i : 0});
