@@ -109,6 +109,24 @@ TEST(LaunchCli, LegacyOptionNames) {
   FAIL() << "no two consecutive free ports found in 3 attempts";
 }
 
+// Seed 001's PaddleCloud mode: the platform names the nodes, this node and
+// the first port.
+TEST(LaunchCli, PaddleCloudEnvironment) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    LaunchRun r;
+    const int port = FreePort();
+    r.Launch({"--use_paddlecloud", "--selected_gpus", "0,1"}, {},
+             {"PADDLE_TRAINERS=127.0.0.1", "POD_IP=127.0.0.1", "PADDLE_PORT=" + std::to_string(port)});
+    if (r.code == 2 && r.err.find("cannot reserve port") != std::string::npos) continue;
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.Env("0")["PADDLE_CURRENT_ENDPOINT"], "127.0.0.1:" + std::to_string(port));
+    EXPECT_EQ(r.Env("1")["PADDLE_CURRENT_ENDPOINT"], "127.0.0.1:" + std::to_string(port + 1));
+    EXPECT_EQ(r.Env("1")["PADDLE_TRAINERS"], "127.0.0.1") << "the platform's variables stay";
+    return;
+  }
+  FAIL() << "no two consecutive free ports found in 3 attempts";
+}
+
 TEST(LaunchCli, OptionsFromEnvironment) {
   LaunchRun r;
   r.Launch({}, {}, {"PADDLE_NPROC_PER_NODE=3"});

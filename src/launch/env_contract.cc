@@ -101,7 +101,9 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& inheri
                                           const EnvList& contract) {
   const auto& names = ContractVariableNames();
   std::set<std::string> drop(names.begin(), names.end());
-  drop.erase("POD_IP");  // the platform's own address of this node: keep unless we set it
+  // What cluster platforms set for the node (PaddleCloud: this node's address,
+  // the node list, the first port) is kept unless this mode sets it.
+  for (const char* platform : {"POD_IP", "PADDLE_TRAINERS", "PADDLE_PORT"}) drop.erase(platform);
   for (const auto& entry : contract) drop.insert(entry.first);
   std::vector<std::string> out;
   for (const auto& entry : inherited) {

@@ -17,7 +17,9 @@ EnvList ContractEnv(const ClusterSpec& spec, const ProcessSpec& p);
 
 // Every variable name the launcher may set, in any mode; a child's inherited
 // copies of these are dropped before its own are added, so a launcher started
-// from inside another job does not leak the outer job's roles.
+// from inside another job does not leak the outer job's roles. Exceptions:
+// POD_IP, PADDLE_TRAINERS and PADDLE_PORT, which cluster platforms set for
+// the node, are kept unless the child's mode sets them.
 const std::vector<std::string>& ContractVariableNames();
 
 // `inherited` ("NAME=value" entries, e.g. environ) without contract
