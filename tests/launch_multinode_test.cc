@@ -144,7 +144,7 @@ TEST_F(TwoHosts, FleetTrainingAcrossHosts) {
 // with it (PDEATHSIG) and the other node notices the missing heartbeat.
 TEST_F(TwoHosts, KilledNodeIsNoticedByTheOthers) {
   TempDir da, db;
-  const std::vector<std::string> options = {"--node_timeout", "2"};
+  const std::vector<std::string> options = {"--node_timeout", "3"};
   const std::vector<std::string> probe = {"--store_barrier", "--sleep", "60"};
   Child node_a(Launch(da.path(), options, probe), da.path(), {}, a_);
   Child node_b(Launch(db.path(), options, probe), db.path(), {}, b_);
