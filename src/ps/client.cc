@@ -215,6 +215,7 @@ void PsClient::PullDense(std::span<DenseVar> vars) {
 }
 
 void PsClient::PullDense(const std::string& name, Tensor* value, int64_t row_width) {
+  value->mutable_data<float>();  // allocate here so the pull fills the caller's buffer
   DenseVar var{name, *value, row_width};
   PullDense(std::span<DenseVar>(&var, 1));
 }

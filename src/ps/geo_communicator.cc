@@ -69,6 +69,7 @@ void GeoCommunicator::Init() {
   if (impl_->client->trainer_id() == 0) impl_->client->InitDense(vars);
   impl_->client->Barrier();
   if (impl_->client->trainer_id() != 0) impl_->client->PullDense(vars);
+  impl_->client->Barrier();  // nobody pushes a delta before everyone has the seed
   for (auto& [name, d] : impl_->dense) d.base = d.param.Clone();
 }
 

@@ -64,6 +64,8 @@ class PsClient {
 
   // ---- dense ----
   // Fills each var.value (float32, shape set by the caller) from the servers.
+  // The values land in var.value's buffer, shared with the caller's tensor
+  // when that tensor was allocated.
   void PullDense(std::span<DenseVar> vars);
   void PullDense(const std::string& name, Tensor* value, int64_t row_width = 1);
   // Sends gradients: applied at once (async) or added to the step's sync
@@ -86,7 +88,8 @@ class PsClient {
   void PushSparseDelta(const std::string& name, std::span<const int64_t> keys, const Tensor& deltas);
 
   // ---- async variants: run on a background thread; the future rethrows ----
-  // The tensors are shared, not copied: do not modify them until the future is ready.
+  // The tensors are shared, not copied: do not modify them until the future
+  // is ready. The client must outlive the future.
   std::future<void> PushDenseAsync(std::vector<DenseVar> grads);
   std::future<void> PushSparseAsync(std::string name, std::vector<int64_t> keys, Tensor grads);
   std::future<Tensor> PullSparseAsync(std::string name, std::vector<int64_t> keys);

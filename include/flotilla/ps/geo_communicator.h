@@ -38,8 +38,9 @@ class GeoCommunicator {
   // A sparse table whose rows the trainer reads with PullSparse and writes
   // back with UpdateSparse.
   void AddSparse(const std::string& name);
-  // Trainer 0 writes its dense values to the servers; all trainers then meet
-  // at a barrier and the others pull them. Call once, on every trainer.
+  // Trainer 0 writes its dense values to the servers; after a barrier the
+  // others pull them, and a second barrier keeps any delta from landing
+  // before every trainer holds the seed. Call once, on every trainer.
   void Init();
 
   // Local rows [keys.size(), dim]: cached rows, missing ones fetched from the
