@@ -134,8 +134,10 @@ void StoreChannel::Finish() {
 void StoreChannel::WaitForOtherNodes() {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  std::vector<int64_t> beats(options_.nnodes, -1);
-  std::vector<Clock::time_point> seen(options_.nnodes, start);
+  // Continue from what the (now stopped) monitor saw: a node already silent
+  // for a while is not waited for again from scratch.
+  std::vector<int64_t>& beats = beats_;
+  std::vector<Clock::time_point>& seen = beat_seen_;
   while (Clock::now() - start < options_.finish_timeout) {
     bool waiting = false;
     for (int n = 0; n < options_.nnodes; ++n) {
