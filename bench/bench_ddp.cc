@@ -4,7 +4,9 @@
 // side with PyTorch DDP (gloo, bench/baselines/torch_ddp.py) in the same
 // invocation, runs interleaved, one compute thread per rank. Prints one JSON
 // line per implementation and rank count (median samples/s over --repeats,
-// summed over ranks) and one with the ratio.
+// summed over ranks, and rank 0's CPU milliseconds per step — every thread
+// of the process, the cost of a step that does not depend on how busy the
+// machine is) and one with the ratios.
 //
 //   bench_ddp [--steps 100] [--warmup 10] [--repeats 3] [--ranks 1,2] [--no-torch]
 #include <unistd.h>
@@ -106,10 +108,19 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void Report(const char* impl, int n, const Options& o, double rate) {
+struct Measure {
+  std::vector<double> rate, cpu_ms;
+  void Add(const nlohmann::json& j) {
+    rate.push_back(j["samples_per_sec"].get<double>());
+    cpu_ms.push_back(j["rank0_cpu_ms_per_step"].get<double>());
+  }
+};
+
+void Report(const char* impl, int n, const Options& o, const Measure& m) {
   nlohmann::json j = {{"bench", "ddp"}, {"impl", impl}, {"model", "mlp"}, {"hidden", 1280},
                       {"batch_per_rank", 128}, {"ranks", n}, {"threads_per_rank", 1},
-                      {"steps", o.steps}, {"samples_per_sec", rate}};
+                      {"steps", o.steps}, {"samples_per_sec", Median(m.rate)},
+                      {"rank0_cpu_ms_per_step", Median(m.cpu_ms)}};
   std::cout << j.dump() << std::endl;
 }
 
@@ -119,16 +130,18 @@ int main(int argc, char** argv) {
   try {
     Options o = ParseArgs(argc, argv);
     for (int n : o.ranks) {
-      std::vector<double> ours, theirs;
+      Measure ours, theirs;
       for (int r = 0; r < o.repeats; ++r) {
-        ours.push_back(RunForJson(FlotillaCommand(o, n))["samples_per_sec"].get<double>());
-        if (o.torch) theirs.push_back(RunForJson(TorchCommand(o, n))["samples_per_sec"].get<double>());
+        ours.Add(RunForJson(FlotillaCommand(o, n)));
+        if (o.torch) theirs.Add(RunForJson(TorchCommand(o, n)));
       }
-      Report("flotilla", n, o, Median(ours));
+      Report("flotilla", n, o, ours);
       if (!o.torch) continue;
-      Report("pytorch_ddp", n, o, Median(theirs));
-      nlohmann::json ratio = {{"bench", "ddp"}, {"ranks", n},
-                              {"ratio_flotilla_over_pytorch", Median(ours) / Median(theirs)}};
+      Report("pytorch_ddp", n, o, theirs);
+      nlohmann::json ratio = {
+          {"bench", "ddp"}, {"ranks", n},
+          {"ratio_flotilla_over_pytorch", Median(ours.rate) / Median(theirs.rate)},
+          {"cpu_per_step_ratio_pytorch_over_flotilla", Median(theirs.cpu_ms) / Median(ours.cpu_ms)}};
       std::cout << ratio.dump() << std::endl;
     }
     return 0;

@@ -11,6 +11,8 @@
 // Each rank draws its own random batches (like gen_data(), seeded by rank).
 // Prints progress and, as its last line, {"loss":…, "samples_per_sec":…,
 // "ranks":…} where samples_per_sec counts every rank's samples.
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <iostream>
@@ -45,6 +47,7 @@ struct Flags {
   int localsgd_k = 0;  // 0: plain all-reduce every step
   int warmup = 5;      // steps left out of samples_per_sec
   std::string role = "cloud";
+  std::string backend = "auto";
   std::string strategy_file;
   std::string model_dir;
   bool profile = false;
@@ -65,6 +68,14 @@ class OpProfile {
  private:
   std::map<std::string, double> total_;
 };
+
+// CPU seconds this process has used (every thread).
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
 
 struct Model {
   Variable x, y, prediction, loss;
@@ -135,7 +146,9 @@ int Run(const Flags& flags) {
   optimizer::SGD sgd(flags.lr);
 
   auto role = MakeRole(flags.role);
-  fleet::init(*role);
+  fleet::FleetOptions options;
+  options.backend = flags.backend;
+  fleet::init(*role, options);
   fleet::DistributedStrategy strategy = MakeStrategy(flags);
   // Difference 3: wrap the optimizer and minimize through it.
   auto opt = fleet::distributed_optimizer(sgd, strategy);
@@ -151,8 +164,9 @@ int Run(const Flags& flags) {
   int fetch_every = std::max(1, strategy->fetch_frequency());
   float loss = 0;
   auto start = std::chrono::steady_clock::now();
+  double cpu_start = CpuSeconds();
   for (int i = 0; i < flags.steps; ++i) {
-    if (i == flags.warmup) start = std::chrono::steady_clock::now();
+    if (i == flags.warmup) start = std::chrono::steady_clock::now(), cpu_start = CpuSeconds();
     if (i % fetch_every == 0 || i == flags.steps - 1) {
       loss = exe.run(train_prog, data.Next(), {m.loss.name()})[0].data<float>()[0];
       if (rank == 0 && i % 10 == 0) std::cout << "step" << i << " cost=" << loss << std::endl;
@@ -161,6 +175,7 @@ int Run(const Flags& flags) {
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double cpu_secs = CpuSeconds() - cpu_start;
   int timed = std::max(1, flags.steps - std::min(flags.warmup, flags.steps - 1));
   if (flags.profile && rank == 0) profile.Print(flags.steps);
   // Difference 4: rank 0 saves, the others wait.
@@ -170,6 +185,8 @@ int Run(const Flags& flags) {
     nlohmann::json out = {{"loss", loss},
                           {"samples_per_sec", secs > 0 ? double(timed) * flags.batch_size * ranks / secs : 0.0},
                           {"ranks", ranks},
+                          {"rank0_cpu_ms_per_step", 1e3 * cpu_secs / timed},
+                          {"rank0_wall_ms_per_step", 1e3 * secs / timed},
                           {"steps", flags.steps}};
     std::cout << out.dump() << std::endl;
   }
@@ -195,6 +212,7 @@ int main(int argc, char** argv) {
   app.add_option("--localsgd_k", f.localsgd_k, "LocalSGD k_steps (0: off)")->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", f.warmup, "steps left out of samples_per_sec")->check(CLI::NonNegativeNumber);
   app.add_option("--role", f.role, "cloud (env contract, default) or mpi (mpirun)");
+  app.add_option("--backend", f.backend, "collective backend: auto, shm, gloo or hierarchical");
   app.add_option("--strategy", f.strategy_file, "DistributedStrategy text file (overrides the flags)");
   app.add_option("--model_dir", f.model_dir, "save persistables here at the end");
   app.add_flag("--profile", f.profile, "print milliseconds per step of each op type (rank 0)");

@@ -3,7 +3,9 @@
 thread per rank): the peer bench_ddp runs side by side with Flotilla's
 train_with_fleet. Each rank draws a fresh random batch every step (like the
 seed's gen_data()) and fetches the loss every --fetch_frequency steps.
-Prints one JSON line from rank 0: samples/s summed over ranks."""
+Prints one JSON line from rank 0: samples/s summed over ranks, and rank 0's
+CPU and wall milliseconds per step (CPU time counts every thread of the
+process; it is the load-independent cost of a step)."""
 import argparse
 import json
 import os
@@ -35,9 +37,11 @@ def worker(rank, args, port, queue):
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr)
     loss_value = 0.0
     start = time.perf_counter()
+    cpu_start = time.process_time()
     for i in range(args.steps):
         if i == args.warmup:
             start = time.perf_counter()
+            cpu_start = time.process_time()
         x = torch.rand(args.batch_size, 32)
         y = torch.randint(0, 2, (args.batch_size,))
         opt.zero_grad()
@@ -49,12 +53,15 @@ def worker(rank, args, port, queue):
         if i % args.fetch_frequency == 0:
             loss_value = loss.item()
     secs = time.perf_counter() - start
+    cpu_secs = time.process_time() - cpu_start
     dist.barrier()
     if rank == 0:
         timed = args.steps - args.warmup
         queue.put({"loss": loss_value,
                    "samples_per_sec": timed * args.batch_size * args.nprocs / secs,
-                   "ranks": args.nprocs})
+                   "ranks": args.nprocs,
+                   "rank0_cpu_ms_per_step": 1e3 * cpu_secs / timed,
+                   "rank0_wall_ms_per_step": 1e3 * secs / timed})
     dist.destroy_process_group()
 
 
