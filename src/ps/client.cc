@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 #include <numeric>
+#include <random>
 
 #include "flotilla/common/enforce.h"
 #include "ps/payload.h"
@@ -37,6 +38,16 @@ class PsClient::Impl {
   PsClientOptions options;
   RpcFanout fanout;
   std::atomic<bool> finished{false};
+  // Push request ids: a random base per client, then a counter (see RequestDedup).
+  std::atomic<uint64_t> next_request_id{RandomId()};
+  uint64_t NewRequestId() {
+    uint64_t id = next_request_id.fetch_add(1);
+    return id == 0 ? next_request_id.fetch_add(1) : id;
+  }
+  static uint64_t RandomId() {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd();
+  }
 };
 
 namespace {
@@ -95,9 +106,11 @@ void PsClient::Impl::SendDense(const char* method, std::vector<rpc::PushDenseReq
                                rpc::DenseWrite write) {
   std::vector<rpc::Ack> acks(reqs.size());
   std::vector<ServerCall> calls;
+  const uint64_t id = NewRequestId();
   for (size_t s = 0; s < reqs.size(); ++s) {
     if (reqs[s].blocks_size() == 0) continue;
     reqs[s].set_write(write);
+    reqs[s].set_request_id(id);
     calls.push_back({int(s), [req = &reqs[s], ack = &acks[s]](Stub* stub, grpc::ClientContext* ctx,
                                                              Done done) {
                        stub->async()->PushDense(ctx, req, ack, std::move(done));
@@ -135,6 +148,7 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
   FLOTILLA_ENFORCE_EQ(values.numel(), dim * static_cast<int64_t>(keys.size()), method, " '", name,
                       "': values must be [keys, dim]");
   SparseSplit split = SplitKeys(keys);
+  const uint64_t id = NewRequestId();
   std::vector<rpc::PushSparseRequest> reqs(endpoints.size());
   std::vector<rpc::PushDeltaRequest> deltas(endpoints.size());
   std::vector<rpc::Ack> acks(endpoints.size());
@@ -148,7 +162,9 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
     GatherRows(data, split.positions[s], keys.size(), dim, out.data());
     reqs[s].set_trainer_id(trainer_id);
     reqs[s].set_write(write);
+    reqs[s].set_request_id(id);
     deltas[s].set_trainer_id(trainer_id);
+    deltas[s].set_request_id(id);
     calls.push_back({int(s), [delta, req = &reqs[s], dreq = &deltas[s], ack = &acks[s]](
                                  Stub* stub, grpc::ClientContext* ctx, Done done) {
                        if (delta) {
@@ -238,11 +254,13 @@ void PsClient::InitDense(std::span<const DenseVar> values) {
 void PsClient::PushDenseDelta(std::span<const DenseVar> deltas) {
   auto reqs = impl_->SplitDense(deltas, true);
   std::vector<rpc::PushDeltaRequest> dreqs(reqs.size());
+  const uint64_t id = impl_->NewRequestId();
   std::vector<rpc::Ack> acks(reqs.size());
   std::vector<ServerCall> calls;
   for (size_t s = 0; s < reqs.size(); ++s) {
     if (reqs[s].blocks_size() == 0) continue;
     dreqs[s].set_trainer_id(impl_->trainer_id);
+    dreqs[s].set_request_id(id);
     dreqs[s].mutable_dense()->Swap(reqs[s].mutable_blocks());
     calls.push_back({int(s), [req = &dreqs[s], ack = &acks[s]](Stub* stub, grpc::ClientContext* ctx,
                                                               Done done) {

@@ -9,6 +9,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "flotilla/ps/server.h"
+#include "ps/request_dedup.h"
 #include "ps/trainer_barrier.h"
 
 namespace flotilla::ps {
@@ -32,6 +33,7 @@ struct PsServer::State {
   std::map<std::string, std::unique_ptr<DenseTable>> dense;
   std::map<std::string, std::unique_ptr<SparseTable>> sparse;
   TrainerBarrier barrier;
+  RequestDedup dedup;  // push ids already applied
 
   std::unique_ptr<PsServiceImpl> service;
   std::unique_ptr<grpc::Server> server;

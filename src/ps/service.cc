@@ -69,6 +69,7 @@ grpc::Status PsServiceImpl::PullDense(grpc::ServerContext* ctx, const rpc::PullD
 grpc::Status PsServiceImpl::PushDense(grpc::ServerContext* ctx, const rpc::PushDenseRequest* req,
                                       rpc::Ack*) {
   return Guarded(ctx, [&] {
+    if (!state_->dedup.FirstTime(req->request_id())) return;  // a retry of an applied push
     const bool sync = state_->options.mode == PsMode::kSync;
     for (const auto& in : req->blocks()) {
       DenseTable& table = state_->Dense(in.table());
@@ -101,6 +102,7 @@ grpc::Status PsServiceImpl::PullSparse(grpc::ServerContext* ctx, const rpc::Pull
 grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::PushSparseRequest* req,
                                        rpc::Ack*) {
   return Guarded(ctx, [&] {
+    if (!state_->dedup.FirstTime(req->request_id())) return;  // a retry of an applied push
     const bool sync = state_->options.mode == PsMode::kSync;
     for (const auto& in : req->tables()) {
       SparseTable& table = state_->Sparse(in.table());
@@ -121,6 +123,7 @@ grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::Push
 grpc::Status PsServiceImpl::PushDelta(grpc::ServerContext* ctx, const rpc::PushDeltaRequest* req,
                                       rpc::Ack*) {
   return Guarded(ctx, [&] {
+    if (!state_->dedup.FirstTime(req->request_id())) return;  // a retry of an applied push
     for (const auto& in : req->dense()) {
       state_->Dense(in.table()).PushDelta(
           in.block_id(), AsSpan<float>(in.values(), What(in.table(), in.block_id())));

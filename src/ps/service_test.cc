@@ -9,6 +9,10 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/ps/client.h"
 #include "flotilla/ps/server.h"
+#include <grpcpp/grpcpp.h>
+
+#include "ps/ps.grpc.pb.h"
+#include "ps/request_dedup.h"
 #include "ps/table_file.h"
 
 namespace flotilla::ps {
@@ -322,6 +326,39 @@ TEST(PsService, SaveLoadThroughTheClientAndCorruptionNamesTheFile) {
     EXPECT_NE(std::string(e.what()).find(victim), std::string::npos) << e.what();
   }
   RemoveAll(dir);
+}
+
+TEST(RequestDedup, RemembersTheLastCapacityIds) {
+  RequestDedup dedup(2);
+  EXPECT_TRUE(dedup.FirstTime(5));
+  EXPECT_FALSE(dedup.FirstTime(5));
+  EXPECT_TRUE(dedup.FirstTime(6));
+  EXPECT_TRUE(dedup.FirstTime(7));  // evicts 5
+  EXPECT_TRUE(dedup.FirstTime(5));
+  EXPECT_TRUE(dedup.FirstTime(0));
+  EXPECT_TRUE(dedup.FirstTime(0));  // 0: no id, never deduplicated
+}
+
+TEST(PsService, ARetriedPushIsAppliedOnce) {
+  Cluster cluster(1, 1, PsMode::kAsync);
+  auto stub = rpc::PsService::NewStub(
+      grpc::CreateChannel(cluster.endpoints[0], grpc::InsecureChannelCredentials()));
+  rpc::PushDenseRequest req;
+  req.set_request_id(12345);
+  auto* block = req.add_blocks();
+  block->set_table("b");
+  const std::vector<float> grad{1, 1, 1};
+  block->set_values(std::string(reinterpret_cast<const char*>(grad.data()), 12));
+  std::vector<float> before(3), after(3);
+  cluster.servers[0]->dense("b").Pull(0, before);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    grpc::ClientContext ctx;
+    rpc::Ack ack;
+    ASSERT_TRUE(stub->PushDense(&ctx, req, &ack).ok());
+  }
+  cluster.servers[0]->dense("b").Pull(0, after);
+  // Adam's first step moves each value by about lr = 0.05, once.
+  EXPECT_NEAR(before[0] - after[0], 0.05f, 1e-4);
 }
 
 }  // namespace
