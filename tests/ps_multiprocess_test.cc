@@ -29,12 +29,12 @@ class ServerProcess {
                                   std::to_string(num_servers), "--num_trainers",
                                   std::to_string(num_trainers), "--mode", mode, "--port_file",
                                   port_file_};
+    std::vector<char*> argv;  // built before fork: the child may only exec
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(bin.c_str(), argv.data());
+      ::execv(argv[0], argv.data());
       ::_exit(127);
     }
   }
