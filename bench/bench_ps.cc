@@ -1,15 +1,18 @@
 // bench_ps: parameter-server RPC cost next to raw gRPC moving the same bytes.
 //
-// One in-process server on loopback (async mode, SGD tables) and one client.
-// For each operation the raw baseline is PsClient::Echo over the same channel
-// with the same request and reply sizes, so the ratio is what tables,
-// slicing and (de)serialisation add on top of the transport.
+// In-process servers on loopback (async mode, SGD tables; 1, then 2
+// servers) and one client. For each operation the raw baseline is
+// PsClient::Echo over the same channels, each server's echo carrying its
+// share of the request and reply bytes (in parallel when there are two), so
+// the ratio is what tables, slicing and (de)serialisation add on top of
+// the transport.
 //
 //   bench_ps [--iters N]      prints one JSON object per line
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -51,10 +54,10 @@ std::pair<double, double> Compare(int iters, const std::function<void()>& ps,
   return {Median(a), Median(b)};
 }
 
-void Report(const std::string& op, int64_t request_bytes, int64_t reply_bytes, double ps_ms,
-            double echo_ms) {
+void Report(const std::string& op, int servers, int64_t request_bytes, int64_t reply_bytes,
+            double ps_ms, double echo_ms) {
   const double bytes = static_cast<double>(request_bytes + reply_bytes);
-  nlohmann::json j = {{"bench", "ps_rpc"}, {"op", op}, {"servers", 1},
+  nlohmann::json j = {{"bench", "ps_rpc"}, {"op", op}, {"servers", servers},
                       {"request_bytes", request_bytes}, {"reply_bytes", reply_bytes},
                       {"latency_ms", ps_ms}, {"gbps", bytes / ps_ms / 1e6},
                       {"echo_latency_ms", echo_ms}, {"echo_gbps", bytes / echo_ms / 1e6},
@@ -63,10 +66,12 @@ void Report(const std::string& op, int64_t request_bytes, int64_t reply_bytes, d
   std::fflush(stdout);
 }
 
-std::unique_ptr<PsServer> StartServer() {
+std::unique_ptr<PsServer> StartServer(int index, int num_servers) {
   PsServerOptions o;
   o.endpoint = "127.0.0.1:0";
   o.mode = PsMode::kAsync;
+  o.server_index = index;
+  o.num_servers = num_servers;
   auto server = std::make_unique<PsServer>(o);
   DenseTableConfig w;
   w.name = "dense";
@@ -83,6 +88,55 @@ std::unique_ptr<PsServer> StartServer() {
   return server;
 }
 
+// Echo with each server's share of the bytes, concurrently.
+void EchoShares(PsClient& client, const std::string& request_share, int64_t reply_share) {
+  std::vector<std::future<std::string>> replies;
+  for (int s = 0; s < client.num_servers(); ++s) {
+    replies.push_back(std::async(std::launch::async,
+                                 [&, s] { return client.Echo(s, request_share, reply_share); }));
+  }
+  for (auto& r : replies) r.get();
+}
+
+void RunAll(int num_servers, int iters) {
+  std::vector<std::unique_ptr<PsServer>> servers;
+  std::vector<std::string> endpoints;
+  for (int i = 0; i < num_servers; ++i) {
+    servers.push_back(StartServer(i, num_servers));
+    endpoints.push_back(servers.back()->endpoint());
+  }
+  PsClient client(endpoints, 0, 1);
+  const int n = num_servers;
+  auto echo = [&](const std::string& share, int64_t reply) {
+    if (n == 1) return std::function<void()>([&, share, reply] { client.Echo(0, share, reply); });
+    return std::function<void()>([&, share, reply] { EchoShares(client, share, reply); });
+  };
+
+  std::vector<int64_t> keys(kKeys);
+  for (int64_t i = 0; i < kKeys; ++i) keys[i] = i * 7919 % 1000003;  // scattered ids
+  Tensor grads(DType::kFloat32, {kKeys, kDim});
+  std::fill_n(grads.mutable_data<float>(), grads.numel(), 0.5f);
+  const int64_t key_bytes = kKeys * 8, row_bytes = kKeys * kDim * 4;
+
+  auto [pull, echo_pull] = Compare(iters, [&] { client.PullSparse("emb", keys); },
+                                   echo(std::string(key_bytes / n, 'k'), row_bytes / n));
+  Report("sparse_pull", n, key_bytes, row_bytes, pull, echo_pull);
+  auto [push, echo_push] = Compare(iters, [&] { client.PushSparse("emb", keys, grads); },
+                                   echo(std::string((key_bytes + row_bytes) / n, 'p'), 0));
+  Report("sparse_push", n, key_bytes + row_bytes, 0, push, echo_push);
+  Report("sparse_pull_push", n, 2 * key_bytes + row_bytes, row_bytes, pull + push,
+         echo_pull + echo_push);
+
+  Tensor dense(DType::kFloat32, {kDense});
+  std::fill_n(dense.mutable_data<float>(), kDense, 0.5f);
+  auto [dpull, echo_dpull] = Compare(iters, [&] { client.PullDense("dense", &dense); },
+                                     echo("", kDense * 4 / n));
+  Report("dense_pull", n, 0, kDense * 4, dpull, echo_dpull);
+  auto [dpush, echo_dpush] = Compare(iters, [&] { client.PushDense("dense", dense); },
+                                     echo(std::string(kDense * 4 / n, 'd'), 0));
+  Report("dense_push", n, kDense * 4, 0, dpush, echo_dpush);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,33 +145,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--iters") iters = std::stoi(argv[i + 1]);
   }
-  auto server = StartServer();
-  PsClient client({server->endpoint()}, 0, 1);
-
-  std::vector<int64_t> keys(kKeys);
-  for (int64_t i = 0; i < kKeys; ++i) keys[i] = i * 7919 % 1000003;  // scattered ids
-  Tensor grads(DType::kFloat32, {kKeys, kDim});
-  std::fill_n(grads.mutable_data<float>(), grads.numel(), 0.5f);
-  const int64_t key_bytes = kKeys * 8, row_bytes = kKeys * kDim * 4;
-  const std::string key_payload(key_bytes, 'k'), push_payload(key_bytes + row_bytes, 'p');
-
-  auto [pull, echo_pull] = Compare(iters, [&] { client.PullSparse("emb", keys); },
-                                   [&] { client.Echo(0, key_payload, row_bytes); });
-  Report("sparse_pull", key_bytes, row_bytes, pull, echo_pull);
-  auto [push, echo_push] = Compare(iters, [&] { client.PushSparse("emb", keys, grads); },
-                                   [&] { client.Echo(0, push_payload, 0); });
-  Report("sparse_push", key_bytes + row_bytes, 0, push, echo_push);
-  Report("sparse_pull_push", 2 * key_bytes + row_bytes, row_bytes, pull + push,
-         echo_pull + echo_push);
-
-  Tensor dense(DType::kFloat32, {kDense});
-  std::fill_n(dense.mutable_data<float>(), kDense, 0.5f);
-  const std::string dense_payload(kDense * 4, 'd');
-  auto [dpull, echo_dpull] = Compare(iters, [&] { client.PullDense("dense", &dense); },
-                                     [&] { client.Echo(0, "", kDense * 4); });
-  Report("dense_pull", 0, kDense * 4, dpull, echo_dpull);
-  auto [dpush, echo_dpush] = Compare(iters, [&] { client.PushDense("dense", dense); },
-                                     [&] { client.Echo(0, dense_payload, 0); });
-  Report("dense_push", kDense * 4, 0, dpush, echo_dpush);
+  RunAll(1, iters);
+  RunAll(2, iters);
   return 0;
 }
