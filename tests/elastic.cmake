@@ -1,0 +1,10 @@
+# Elastic jobs: the etcd client and the elastic launcher against a real etcd
+# (Debian's etcd-server) started by each test on loopback.
+add_library(elastic_test_util STATIC ${CMAKE_CURRENT_LIST_DIR}/elastic_test_util.cc)
+target_include_directories(elastic_test_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(elastic_test_util PUBLIC flotilla_launch launch_test_util)
+
+flotilla_test(elastic_etcd_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/elastic_etcd_test.cc
+  DEPS elastic_test_util
+  TIMEOUT 120 LABELS elastic)

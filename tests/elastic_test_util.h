@@ -1,0 +1,35 @@
+// A real etcd for the elastic tests: Debian's /usr/bin/etcd on loopback at
+// free ports with a data directory of its own. The destructor ends it by pid
+// (SIGTERM, then SIGKILL) and removes the data directory.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+namespace flotilla::elastic_test {
+
+constexpr char kEtcdBinary[] = "/usr/bin/etcd";
+
+class EtcdServer {
+ public:
+  // Starts etcd and waits until it answers (up to 30 s). Returns nullptr when
+  // /usr/bin/etcd is not installed; throws std::runtime_error when it does
+  // not come up.
+  static std::unique_ptr<EtcdServer> Start();
+  ~EtcdServer();
+
+  // "127.0.0.1:PORT"
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
+  pid_t pid() const { return pid_; }
+  int client_port() const { return client_port_; }
+
+ private:
+  EtcdServer() = default;
+  pid_t pid_ = -1;
+  int client_port_ = 0;
+  std::string dir_;
+};
+
+}  // namespace flotilla::elastic_test
