@@ -130,8 +130,15 @@ PsClient::Impl::SparseSplit PsClient::Impl::SplitKeys(std::span<const int64_t> k
     std::iota(split.positions[0].begin(), split.positions[0].end(), size_t{0});
     return split;
   }
+  for (int s = 0; s < n; ++s) {
+    split.keys[s].reserve(keys.size() / n + keys.size() / (4 * n) + 16);
+    split.positions[s].reserve(keys.size() / n + keys.size() / (4 * n) + 16);
+  }
+  // The default slicer is called directly: no std::function call per key.
+  auto* const* fn = options.slicer.target<int (*)(int64_t, int)>();
+  const bool mod = fn != nullptr && *fn == &ModSlicer;
   for (size_t i = 0; i < keys.size(); ++i) {
-    const int s = options.slicer(keys[i], n);
+    const int s = mod ? ModSlicer(keys[i], n) : options.slicer(keys[i], n);
     FLOTILLA_ENFORCE(s >= 0 && s < n, "sparse slicer put key ", keys[i], " on server ", s,
                      ", outside [0, ", n, ")");
     split.keys[s].push_back(keys[i]);

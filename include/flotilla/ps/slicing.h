@@ -41,7 +41,13 @@ int ModSlicer(int64_t key, int num_servers);
 int HashSlicer(int64_t key, int num_servers);
 
 // 64-bit mixer (splitmix64 finaliser), used for hashing keys and seeds.
-uint64_t MixBits(uint64_t x);
+// Inline: sparse batches call it several times per key.
+inline uint64_t MixBits(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
 // FNV-1a of a string.
 uint64_t HashName(const std::string& name);
 
