@@ -1,6 +1,7 @@
 // fleet's save: rank 0 writes while the others wait; a single process loads
 // what two ranks trained and predicts exactly what they did.
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include <gtest/gtest.h>
@@ -73,6 +74,26 @@ TEST(FleetSave, TwoRanksSaveOneProcessLoads) {
   io::InferenceModel loaded = io::LoadInferenceModel(model, inference_scope);
   Tensor out = exe.Run(loaded.program, {{"x", probe.at("x")}}, loaded.fetch_names, &inference_scope)[0];
   EXPECT_EQ(MaxAbsDiff(out, trained_prediction), 0.0f);
+}
+
+TEST(FleetSave, AFailureOnRankZeroIsReportedOnEveryRank) {
+  TempDir tmp;
+  const std::string blocked = tmp / "file";
+  { std::ofstream(blocked) << "not a directory"; }
+  std::vector<std::string> errors(2);
+  RunRanks(2, [&](int rank, Fleet& fleet) {
+    Model m = BuildMlp(MlpShape{}, kLr, &fleet);
+    Executor exe;
+    Scope scope;
+    exe.Run(*m.startup, {}, {}, &scope);
+    try {
+      fleet.save_persistables(exe, blocked + "/ckpt", m.main.get(), &scope);
+    } catch (const Error& e) {
+      errors[rank] = e.what();
+    }
+  });
+  EXPECT_FALSE(errors[0].empty());
+  EXPECT_NE(errors[1].find("failed on rank 0"), std::string::npos) << errors[1];
 }
 
 TEST(FleetFacade, ReportsTheRoleAndRejectsMisuse) {

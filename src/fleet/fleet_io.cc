@@ -1,4 +1,5 @@
 // fleet's save and load: rank 0 writes, everyone leaves together.
+#include "flotilla/common/strings.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/fleet/fleet.h"
 #include "flotilla/io/checkpoint.h"
@@ -6,33 +7,36 @@
 
 namespace flotilla::fleet {
 
-namespace {
-
-// Runs `save` on the first worker, then meets the others at a barrier (so
-// they return only once `dir` is complete). A failure on rank 0 is
-// rethrown after the barrier so the others are not left waiting.
-template <typename Fn>
-void SaveOnFirstWorker(Fleet& fleet, Fn save) {
+// Rank 0 runs `save` and publishes the outcome in the store under
+// "save/<n>"; everyone meets at a barrier (so all return once `dir` is
+// complete) and a failure on rank 0 is thrown on every rank.
+void Fleet::SaveOnFirstWorker(const char* what, const std::function<void()>& save) {
+  std::string key = StrCat("save/", saves_++);
   std::exception_ptr error;
-  if (fleet.is_first_worker()) {
+  std::string message;
+  if (is_first_worker()) {
     try {
       save();
-    } catch (...) {
+    } catch (const std::exception& e) {
       error = std::current_exception();
+      message = e.what();
     }
+    if (store_) store_->set(key, comm::Bytes(message.begin(), message.end()));
   }
-  fleet.barrier_worker();
+  barrier_worker();
   if (error) std::rethrow_exception(error);
+  if (!store_ || is_first_worker()) return;
+  comm::Bytes outcome = store_->get(key);
+  FLOTILLA_CHECK(outcome.empty(), Unavailable, "fleet::", what, " failed on rank 0: ",
+                 std::string(outcome.begin(), outcome.end()));
 }
-
-}  // namespace
 
 void Fleet::save_persistables(const Executor& exe, const std::string& dir, const Program* main,
                               const Scope* scope) {
   CheckInit("save_persistables");
   const Program& program = main != nullptr ? *main : main_program();
   const Scope& s = scope != nullptr ? *scope : global_scope();
-  SaveOnFirstWorker(*this, [&] { io::SavePersistables(exe, dir, program, s); });
+  SaveOnFirstWorker("save_persistables", [&] { io::SavePersistables(exe, dir, program, s); });
 }
 
 void Fleet::save_inference_model(const Executor& exe, const std::string& dir,
@@ -42,7 +46,7 @@ void Fleet::save_inference_model(const Executor& exe, const std::string& dir,
   CheckInit("save_inference_model");
   const Program& program = main != nullptr ? *main : main_program();
   const Scope& s = scope != nullptr ? *scope : global_scope();
-  SaveOnFirstWorker(*this, [&] { io::SaveInferenceModel(dir, feed_names, fetch_names, exe, program, s); });
+  SaveOnFirstWorker("save_inference_model", [&] { io::SaveInferenceModel(dir, feed_names, fetch_names, exe, program, s); });
 }
 
 void load_persistables(const Executor& exe, const std::string& dir, const Program& main, Scope* scope) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -105,7 +106,9 @@ class Fleet {
 
   // Rank 0 saves the persistable variables of `main` (default
   // main_program()) from `scope` (default global_scope()) to `dir`; the
-  // others wait for it at a barrier, so `dir` is complete on return.
+  // others wait for it at a barrier, so `dir` is complete on return. When
+  // rank 0 fails, it rethrows its error and the others throw Unavailable
+  // quoting it.
   void save_persistables(const Executor& exe, const std::string& dir, const Program* main = nullptr,
                          const Scope* scope = nullptr);
   // Rank 0 saves an inference model (io::SaveInferenceModel); others wait.
@@ -125,6 +128,7 @@ class Fleet {
   // more communicators or the hierarchical backend.
   int TrainingRing(const DistributedStrategy& strategy);
   void CheckInit(const char* what) const;
+  void SaveOnFirstWorker(const char* what, const std::function<void()>& save);
 
   std::unique_ptr<RoleInfo> role_;
   FleetOptions options_;
@@ -133,6 +137,7 @@ class Fleet {
   std::shared_ptr<comm::ProcessGroup> training_group_;
   std::vector<int> rings_;  // registered by this fleet; unregistered on destruction
   int groups_made_ = 0;
+  int saves_ = 0;
   Program* main_ = nullptr;
   Program* startup_ = nullptr;
 };
