@@ -160,10 +160,12 @@ TEST(PsService, AsyncAppliesEachPushOnArrival) {
   Tensor g = SparseGrad(0, 0).Slice(0, 1).Clone();
   c0->PushSparse("emb", key, g);
   c1->PushSparseAsync("emb", key, g).get();
-  Tensor after = c1->PullSparse("emb", key);
+  Tensor after = c1->PullSparseAsync("emb", key).get();
   for (int j = 0; j < kDim; ++j) {
     EXPECT_FLOAT_EQ(after.data<float>()[j], before.data<float>()[j] - 0.2f * g.data<float>()[j]);
   }
+  // The future carries the server's error.
+  EXPECT_THROW(c0->PushDenseAsync({{"nope", Tensor(DType::kFloat32, {3})}}).get(), NotFound);
 }
 
 TEST(PsService, GeoDeltasAreSummedAndInitOverwrites) {
