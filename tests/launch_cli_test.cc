@@ -127,6 +127,20 @@ TEST(LaunchCli, PaddleCloudEnvironment) {
   FAIL() << "no two consecutive free ports found in 3 attempts";
 }
 
+TEST(LaunchCli, MasterWithOneNode) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    LaunchRun r;
+    const std::string master = "127.0.0.1:" + std::to_string(FreePort());
+    r.Launch({"--master", master, "--nnodes", "1", "--nproc_per_node", "2"}, {"--store_barrier"});
+    if (r.code == 2 && r.err.find("cannot host the rendezvous store") != std::string::npos) continue;
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.Env("1")["PADDLE_MASTER"], master);
+    EXPECT_EQ(ReadText(r.dir / "barrier.1"), "ok");
+    return;
+  }
+  FAIL() << "no free port for the master in 3 attempts";
+}
+
 TEST(LaunchCli, OptionsFromEnvironment) {
   LaunchRun r;
   r.Launch({}, {}, {"PADDLE_NPROC_PER_NODE=3"});

@@ -135,9 +135,30 @@ TEST_F(TwoHosts, FleetTrainingAcrossHosts) {
   };
   Child node_b(args(db), db.path(), {}, b_);
   Child node_a(args(da), da.path(), {}, a_);
-  EXPECT_EQ(node_a.WaitCode(seconds(120)), 0) << ReadText(da / "log/workerlog.0");
-  EXPECT_EQ(node_b.WaitCode(seconds(120)), 0) << ReadText(db / "log/workerlog.2");
+  EXPECT_EQ(node_a.WaitCode(seconds(120)), 0) << node_a.Stderr();
+  EXPECT_EQ(node_b.WaitCode(seconds(120)), 0) << node_b.Stderr();
   EXPECT_NE(ReadText(da / "log/workerlog.0").find("\"ranks\":4"), std::string::npos);
+}
+
+// Paddle 2's style: no --ips; the nodes meet at --master and are numbered
+// as they arrive (node 0 is the one that has the master's address).
+TEST_F(TwoHosts, MasterAndNnodesInsteadOfIps) {
+  TempDir da, db;
+  const std::vector<std::string> cluster = {"--master", ip_a_ + ":6123", "--nnodes", "2",
+                                            "--nproc_per_node", "2"};
+  Child node_b(Launch(db.path(), {}, {"--store_barrier"}, cluster), db.path(), {}, b_);
+  Child node_a(Launch(da.path(), {}, {"--store_barrier"}, cluster), da.path(), {}, a_);
+  EXPECT_EQ(node_a.WaitCode(seconds(60)), 0) << node_a.Stderr();
+  EXPECT_EQ(node_b.WaitCode(seconds(60)), 0) << node_b.Stderr();
+  auto r3 = ProbeEnv(db.path(), "3");
+  EXPECT_EQ(r3["PADDLE_TRAINERS_NUM"], "4");
+  EXPECT_EQ(r3["PADDLE_MASTER"], ip_a_ + ":6123");
+  EXPECT_EQ(r3["PADDLE_CURRENT_ENDPOINT"].get<std::string>().rfind(ip_b_ + ":", 0), 0u)
+      << "node B must find its own address (the one that routes to the master)";
+  EXPECT_EQ(ProbeEnv(da.path(), "0")["PADDLE_TRAINER_ENDPOINTS"], r3["PADDLE_TRAINER_ENDPOINTS"]);
+  EXPECT_EQ(ReadText(db / "barrier.2"), "ok");
+  EXPECT_NO_PROBES_LEFT(da.path());
+  EXPECT_NO_PROBES_LEFT(db.path());
 }
 
 // A node whose launcher is SIGKILLed cannot say goodbye: its children die

@@ -67,11 +67,15 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
   BlockLauncherSignals();  // idempotent; main() already did it before any thread
   ApplyPaddleCloudEnv(options);
   const RunMode mode = SelectRunMode(options);
-  NodePlan plan = PlanNode(options, mode);
-  auto ports = ReservePorts(plan);
+  std::vector<PortReservation> ports;  // held until the launcher exits
+  NodePlanner plan_node = [&](const NodeLayout& layout) {
+    NodePlan plan = PlanNode(options, mode, layout);
+    ports = ReservePorts(plan);
+    return plan;
+  };
   SignalFd signals;
   auto rendezvous = make_rendezvous(options);
-  World world = rendezvous->Join(plan);
+  World world = rendezvous->Join(plan_node);
   world.spec.job_id = options.job_id;
   WriteEndpointsLog(options.log_dir, world.spec);
   PrintBanner(options, mode, world.spec);

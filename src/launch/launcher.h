@@ -1,8 +1,8 @@
 // flotilla::launch::Launch — the whole `flotilla launch` run:
 //
-//   options ─SelectRunMode/PlanNode─▶ NodePlan ─reserve ports─▶ NodePlan with ports
-//     ─Rendezvous::Join─▶ World (ClusterSpec + JobChannel)
-//     ─Supervisor::Run─▶ RunResult ─▶ ABORT report, exit code
+//   options ─SelectRunMode─▶ Rendezvous::Join ─(layout)─▶ planner: PlanNode + reserve ports
+//     ─▶ World (ClusterSpec + JobChannel) ─Supervisor::Run─▶ RunResult
+//     ─▶ ABORT report, exit code
 //
 // The rendezvous is injected so an elastic one (etcd, --np) can replace the
 // static one; the supervisor can run again with a new world.
@@ -25,6 +25,6 @@ using RendezvousFactory = std::function<std::unique_ptr<Rendezvous>(const Launch
 // go to stderr; the relayed process's output to stdout. Throws
 // flotilla::Error for bad options or a failed rendezvous, before any process
 // starts. Call BlockLauncherSignals() first, before any thread exists.
-int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous = MakeStaticRendezvous);
+int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous = MakeRendezvous);
 
 }  // namespace flotilla::launch

@@ -61,6 +61,26 @@ sockaddr_in ParseIpv4(const std::string& host, int port) {
 
 }  // namespace
 
+std::string RouteAddressTo(const std::string& host, int port) {
+  sockaddr_in peer = ParseIpv4(host, port);
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  FLOTILLA_CHECK(fd >= 0, Unavailable, "socket(): ", std::strerror(errno));
+  // Connecting a UDP socket only picks the route and the source address.
+  if (connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) != 0) {
+    int err = errno;
+    close(fd);
+    FLOTILLA_THROW(Unavailable, "no route from this machine to ", host, ":", port, ": ",
+                   std::strerror(err));
+  }
+  sockaddr_in self{};
+  socklen_t len = sizeof(self);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len);
+  close(fd);
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &self.sin_addr, buf, sizeof(buf));
+  return buf;
+}
+
 PortReservation PortReservation::Reserve(const std::string& host, int port) {
   sockaddr_in addr = ParseIpv4(host, port);
   PortReservation r;

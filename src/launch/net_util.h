@@ -15,6 +15,10 @@ std::vector<std::string> LocalAddresses();
 // host when it does not resolve.
 std::string ResolveIpv4(const std::string& host, const std::string& what);
 
+// The local IPv4 address this machine uses to reach host:port (no packet is
+// sent). Throws Unavailable naming the address when there is no route.
+std::string RouteAddressTo(const std::string& host, int port);
+
 // A TCP port held for a child until the launcher exits.
 //
 // The socket is bound (never listening) with SO_REUSEADDR and SO_REUSEPORT.

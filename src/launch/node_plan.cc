@@ -69,11 +69,11 @@ int MasterPort(const LaunchOptions& o, size_t nnodes) {
   return nnodes > 1 ? kDefaultMasterPort : 0;
 }
 
-NodePlan PlanCollective(const LaunchOptions& o) {
+NodePlan PlanCollective(const LaunchOptions& o, const NodeLayout& layout) {
   NodePlan plan;
   plan.mode = RunMode::kCollective;
-  plan.nodes = NodeList(o);
-  plan.node_index = FindNodeIndex(plan.nodes, plan.nodes.size() == 1 ? "" : o.host);
+  plan.nodes = layout.nodes;
+  plan.node_index = layout.node_index;
   auto groups = DeviceGroups(o);
   const int nproc = static_cast<int>(groups.size());
   for (int local = 0; local < nproc; ++local) {
@@ -136,32 +136,51 @@ void AddPsProcesses(NodePlan& plan, Role role, const std::vector<Endpoint>& eps)
   }
 }
 
-NodePlan PlanPs(const LaunchOptions& o) {
+struct PsEndpoints {
   std::vector<Endpoint> servers, workers;
+};
+
+PsEndpoints ReadPsEndpoints(const LaunchOptions& o) {
+  PsEndpoints e;
   if (!o.servers.empty() || !o.workers.empty()) {
     FLOTILLA_ENFORCE(!o.servers.empty() && !o.workers.empty(),
                      "parameter-server jobs across nodes need both --servers and --workers");
-    servers = ParseEndpoints(o.servers, "--servers");
-    workers = ParseEndpoints(o.workers, "--workers");
+    e.servers = ParseEndpoints(o.servers, "--servers");
+    e.workers = ParseEndpoints(o.workers, "--workers");
   } else {
     // Simulation on one machine: --server_num/--worker_num (Paddle's defaults: 2 and 2).
     const std::string host = o.host.empty() ? "127.0.0.1" : ResolveIpv4(o.host, "--host");
     const int ns = o.server_num > 0 ? o.server_num : 2;
     const int nw = o.worker_num > 0 ? o.worker_num : 2;
-    for (int i = 0; i < ns; ++i) servers.push_back({host, o.started_port > 0 ? o.started_port + i : 0});
-    for (int i = 0; i < nw; ++i) workers.push_back({host, o.started_port > 0 ? o.started_port + ns + i : 0});
+    const int port = o.started_port;
+    for (int i = 0; i < ns; ++i) e.servers.push_back({host, port > 0 ? port + i : 0});
+    for (int i = 0; i < nw; ++i) e.workers.push_back({host, port > 0 ? port + ns + i : 0});
   }
-  FLOTILLA_ENFORCE(!servers.empty() && !workers.empty(),
+  FLOTILLA_ENFORCE(!e.servers.empty() && !e.workers.empty(),
                    "a parameter-server job needs at least one server and one worker");
+  return e;
+}
+
+// The nodes of a ps job: the distinct hosts, servers' first.
+std::vector<std::string> PsNodes(const PsEndpoints& e) {
+  std::vector<std::string> nodes;
+  for (const auto& x : e.servers) AddNode(nodes, x.host);
+  for (const auto& x : e.workers) AddNode(nodes, x.host);
+  return nodes;
+}
+
+NodePlan PlanPs(const LaunchOptions& o, const NodeLayout& layout) {
+  const PsEndpoints e = ReadPsEndpoints(o);
   NodePlan plan;
   plan.mode = RunMode::kPs;
-  for (const auto& e : servers) AddNode(plan.nodes, e.host);
-  for (const auto& e : workers) AddNode(plan.nodes, e.host);
-  plan.node_index = FindNodeIndex(plan.nodes, plan.nodes.size() == 1 ? "" : o.host);
-  AddPsProcesses(plan, Role::kServer, servers);
-  AddPsProcesses(plan, Role::kTrainer, workers);
-  plan.world_servers = static_cast<int>(servers.size());
-  plan.world_trainers = static_cast<int>(workers.size());
+  plan.nodes = layout.nodes;
+  plan.node_index = layout.node_index;
+  FLOTILLA_ENFORCE(plan.nodes == PsNodes(e), "the nodes of a parameter-server job come from "
+                   "--servers/--workers");
+  AddPsProcesses(plan, Role::kServer, e.servers);
+  AddPsProcesses(plan, Role::kTrainer, e.workers);
+  plan.world_servers = static_cast<int>(e.servers.size());
+  plan.world_trainers = static_cast<int>(e.workers.size());
   plan.master_host = plan.nodes[0];
   plan.master_port = o.http_port > 0 ? o.http_port : MasterPort(o, plan.nodes.size());
   return plan;
@@ -169,11 +188,27 @@ NodePlan PlanPs(const LaunchOptions& o) {
 
 }  // namespace
 
-NodePlan PlanNode(const LaunchOptions& options, RunMode mode) {
+NodeLayout StaticLayout(const LaunchOptions& options, RunMode mode) {
+  NodeLayout layout;
+  layout.nodes = mode == RunMode::kPs ? PsNodes(ReadPsEndpoints(options)) : NodeList(options);
+  layout.node_index =
+      FindNodeIndex(layout.nodes, layout.nodes.size() == 1 ? "" : options.host);
+  return layout;
+}
+
+NodePlan PlanNode(const LaunchOptions& options, RunMode mode, const NodeLayout& layout) {
   FLOTILLA_ENFORCE(!options.command.empty(),
                    "no program to launch: pass it after the options, e.g. "
                    "`flotilla launch --devices 0,1 ./train --lr 0.1`");
-  return mode == RunMode::kPs ? PlanPs(options) : PlanCollective(options);
+  FLOTILLA_ENFORCE(layout.node_index >= 0 &&
+                       layout.node_index < static_cast<int>(layout.nodes.size()),
+                   "node index ", layout.node_index, " is outside the ", layout.nodes.size(),
+                   " nodes");
+  return mode == RunMode::kPs ? PlanPs(options, layout) : PlanCollective(options, layout);
+}
+
+NodePlan PlanNode(const LaunchOptions& options, RunMode mode) {
+  return PlanNode(options, mode, StaticLayout(options, mode));
 }
 
 }  // namespace flotilla::launch

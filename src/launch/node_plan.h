@@ -26,9 +26,22 @@ struct NodePlan {
   int master_port = 0;             // 0 = any free port (single-node jobs)
 };
 
-// Builds this node's plan. Throws InvalidArgument naming the option at fault
-// (device list not divisible by --nproc_per_node, this node not in --ips,
-// malformed --servers endpoint, ...).
+// The nodes of the job and which one this is.
+struct NodeLayout {
+  std::vector<std::string> nodes;  // node hosts (IPv4); index = node index
+  int node_index = 0;
+};
+
+// The layout the options fix: --ips (collective) or the hosts of
+// --servers/--workers (ps), and this node's place in it (--host, or the
+// entry that is one of this machine's addresses).
+NodeLayout StaticLayout(const LaunchOptions& options, RunMode mode);
+
+// Builds this node's plan in `layout`. Throws InvalidArgument naming the
+// option at fault (device list not divisible by --nproc_per_node, this node
+// not in --ips, malformed --servers endpoint, ...).
+NodePlan PlanNode(const LaunchOptions& options, RunMode mode, const NodeLayout& layout);
+// PlanNode in StaticLayout(options, mode).
 NodePlan PlanNode(const LaunchOptions& options, RunMode mode);
 
 // Device ids for one node: --devices split, or 0..nproc-1 slots; grouped

@@ -28,6 +28,8 @@ struct LaunchOptions {
   int master_port = 0;                   // store port on node 0; 0 = default
   bool use_paddlecloud = false;
   int nnodes = 0;                        // 0 = number of --ips; checked against it
+  std::string master;                    // HOST:PORT: nodes meet there instead of --ips
+  int node_rank = -1;                    // with --master: this node's index; -1 = on arrival
   // Parameter server.
   std::string servers;
   std::string workers;

@@ -1,13 +1,19 @@
 // Rendezvous: how the launchers of one job meet and agree on the world.
 //
-// A Rendezvous turns this node's NodePlan into the job's ClusterSpec and hands
-// back a JobChannel through which the nodes' launchers keep in touch while
-// the processes run (who succeeded, who aborted). The static rendezvous here
-// serves fixed-size jobs (--ips); an elastic rendezvous (etcd, --np MIN:MAX)
-// implements the same two interfaces and the launcher's loop runs
-// Join → supervise → Join again with the new world.
+// A Rendezvous decides the nodes of the job and this node's index, lets the
+// launcher plan this node's processes in that layout (NodePlanner: build the
+// NodePlan, reserve ports), exchanges the plans, and returns the job's
+// ClusterSpec with a JobChannel through which the nodes' launchers keep in
+// touch while the processes run (who succeeded, who aborted).
+//
+// Two implementations: the static rendezvous (the layout is fixed by --ips
+// or --servers/--workers) and the master rendezvous (--master HOST:PORT
+// --nnodes N: nodes are numbered as they arrive). An elastic rendezvous
+// (etcd, --np MIN:MAX) implements the same two interfaces, and the launcher's
+// loop runs Join → supervise → Join again with the new world.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +56,10 @@ struct World {
   std::unique_ptr<JobChannel> channel;
 };
 
+// Plans this node's processes once the layout is known; reserves their
+// ports (the reservations must outlive the run: the planner keeps them).
+using NodePlanner = std::function<NodePlan(const NodeLayout& layout)>;
+
 class Rendezvous {
  public:
   virtual ~Rendezvous() = default;
@@ -57,13 +67,22 @@ class Rendezvous {
   // DeadlineExceeded naming the nodes that did not come, Unavailable naming
   // the store address it could not reach, InvalidArgument when the nodes'
   // plans disagree (different process counts).
-  virtual World Join(const NodePlan& plan) = 0;
+  virtual World Join(const NodePlanner& plan_node) = 0;
 };
 
-// The fixed-size rendezvous: node 0 of the plan hosts a TCP store (the job's
-// PADDLE_MASTER) for the whole run; every node publishes its processes there
-// and waits for all the others.
+// The fixed-size rendezvous: node 0 of the layout hosts a TCP store (the
+// job's PADDLE_MASTER) for the whole run; every node publishes its processes
+// there and waits for all the others.
 std::unique_ptr<Rendezvous> MakeStaticRendezvous(const LaunchOptions& options);
+
+// --master HOST:PORT --nnodes N (collective jobs, no --ips): the node whose
+// address is HOST hosts the store at PORT and is node 0; the others are
+// numbered by --rank or in the order they arrive, and publish their address
+// (--host, else the local address that routes to HOST).
+std::unique_ptr<Rendezvous> MakeMasterRendezvous(const LaunchOptions& options);
+
+// MakeMasterRendezvous when --master is given, else MakeStaticRendezvous.
+std::unique_ptr<Rendezvous> MakeRendezvous(const LaunchOptions& options);
 
 // Assembles the world from every node's processes (index = node). Checks
 // that ranks and server ids form 0..N-1 without gaps or duplicates and, in

@@ -49,6 +49,11 @@ void AddCollectiveOptions(CLI::App& c, launch::LaunchOptions& o) {
   c.add_option("--started_port,--start_port", o.started_port, "first trainer port on each node "
                "(local rank i uses started_port+i); default: free ports held by the launcher")
       ->envname("PADDLE_START_PORT")->group("Collective Parameters");
+  c.add_option("--master", o.master, "HOST:PORT where the nodes meet instead of --ips (with "
+               "--nnodes): the node that has HOST hosts the store there and is node 0")
+      ->group("Collective Parameters");
+  c.add_option("--rank", o.node_rank, "with --master: this node's index (default: in order of "
+               "arrival)")->envname("PADDLE_RANK")->group("Collective Parameters");
   c.add_option("--master_port", o.master_port, "port of the rendezvous store (PADDLE_MASTER) "
                "on node 0; default 6070 for multi-node jobs, any free port on one node")
       ->envname("PADDLE_MASTER_PORT")->group("Collective Parameters");
