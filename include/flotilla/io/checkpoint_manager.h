@@ -1,0 +1,74 @@
+// CheckpointManager: numbered training checkpoints for jobs that resume.
+//
+//   io::CheckpointManager ckpt("ckpt", /*keep=*/3);
+//   io::TrainingState state;
+//   if (auto latest = ckpt.LatestStep()) state = ckpt.Load(main, scope);  // resume
+//   for (int64_t step = state.step; step < steps; ++step) {
+//     ...train...
+//     if ((step + 1) % every == 0) ckpt.Save(main, scope, {step + 1, seed, position});
+//   }
+//
+// Layout: <dir>/step-<N>/ is a checkpoint directory (checkpoint.h: MANIFEST
+// and one file per persistable variable — parameters and optimizer state)
+// plus STATE.json with the TrainingState. A save fills "<dir>/step-<N>.tmp.<pid>"
+// and renames it into place, so a step directory is either complete or
+// absent; after the save only the newest `keep` step directories remain.
+// A training loop that restarts (an elastic job's new world) calls
+// LatestStep()/Load() and continues from the step saved.
+//
+// Failures as in checkpoint.h (Unavailable for I/O, Corruption for damaged
+// files, NotFound when a requested checkpoint is absent). Not safe against
+// two processes saving into the same directory at once (fleet's
+// save_checkpoint lets rank 0 alone write).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flotilla/framework/program.h"
+#include "flotilla/framework/scope.h"
+#include "flotilla/io/reader.h"
+
+namespace flotilla::io {
+
+// What a training loop needs besides the variables to pick up where it was.
+struct TrainingState {
+  int64_t step = 0;        // steps completed
+  uint64_t rng_seed = 0;   // the seed the data pipeline continues from
+  ReaderPosition reader;   // pass and batches consumed in it
+  std::string extra;       // the caller's own JSON (may be empty)
+};
+
+class CheckpointManager {
+ public:
+  // `keep` >= 1 newest checkpoints survive each save (InvalidArgument otherwise).
+  explicit CheckpointManager(std::string dir, int keep = 3);
+
+  // Saves every persistable variable of `program` from `scope` and `state`
+  // as step-<state.step>, replacing one of that step; then prunes. Returns
+  // the checkpoint's directory.
+  std::string Save(const Program& program, const Scope& scope, const TrainingState& state);
+
+  // The steps saved, oldest first (complete checkpoints only; leftovers of
+  // interrupted saves are ignored).
+  std::vector<int64_t> Steps() const;
+  std::optional<int64_t> LatestStep() const;
+
+  // Loads step `step` (default: the latest) into `scope` and returns its
+  // state. NotFound naming the directory when there is no such checkpoint.
+  TrainingState Load(const Program& program, Scope& scope,
+                     std::optional<int64_t> step = std::nullopt) const;
+
+  std::string StepDir(int64_t step) const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  void Prune() const;
+
+  std::string dir_;
+  int keep_;
+};
+
+}  // namespace flotilla::io

@@ -1,0 +1,111 @@
+#include "flotilla/io/checkpoint_manager.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint_dir.h"
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/file_util.h"
+#include "flotilla/common/strings.h"
+#include "flotilla/io/checkpoint.h"
+
+namespace flotilla::io {
+
+namespace {
+
+constexpr char kStepPrefix[] = "step-";
+constexpr char kStateFile[] = "STATE.json";
+
+std::string EncodeState(const TrainingState& s) {
+  nlohmann::json j = {{"step", s.step},
+                      {"rng_seed", s.rng_seed},
+                      {"reader", {{"pass", s.reader.pass}, {"batches", s.reader.batches}}},
+                      {"extra", s.extra}};
+  return j.dump(1) + "\n";
+}
+
+TrainingState DecodeState(const std::string& text, const std::string& path) {
+  TrainingState s;
+  try {
+    auto j = nlohmann::json::parse(text);
+    s.step = j.at("step").get<int64_t>();
+    s.rng_seed = j.at("rng_seed").get<uint64_t>();
+    s.reader.pass = j.at("reader").at("pass").get<int64_t>();
+    s.reader.batches = j.at("reader").at("batches").get<int64_t>();
+    s.extra = j.value("extra", std::string());
+  } catch (const nlohmann::json::exception& e) {
+    FLOTILLA_THROW(Corruption, "training state '", path, "' is damaged: ", e.what());
+  }
+  return s;
+}
+
+// "step-12" → 12; anything else (temporaries, other files) → nullopt.
+std::optional<int64_t> StepOf(const std::string& name) {
+  if (!StartsWith(name, kStepPrefix)) return std::nullopt;
+  const std::string digits = name.substr(sizeof(kStepPrefix) - 1);
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return std::nullopt;
+  return std::stoll(digits);
+}
+
+}  // namespace
+
+CheckpointManager::CheckpointManager(std::string dir, int keep) : dir_(std::move(dir)), keep_(keep) {
+  FLOTILLA_ENFORCE(keep_ >= 1, "a CheckpointManager must keep at least 1 checkpoint, not ", keep_);
+}
+
+std::string CheckpointManager::StepDir(int64_t step) const {
+  return StrCat(dir_, "/", kStepPrefix, step);
+}
+
+std::string CheckpointManager::Save(const Program& program, const Scope& scope,
+                                    const TrainingState& state) {
+  FLOTILLA_ENFORCE(state.step >= 0, "checkpoint step must not be negative, got ", state.step);
+  MakeDirs(dir_);
+  const std::string target = StepDir(state.step);
+  internal::CommitDirAtomic(target, [&](const std::string& tmp) {
+    internal::WriteTensors(tmp, PersistableNames(program), scope);
+    WriteFileAtomic(tmp + "/" + kStateFile, EncodeState(state));
+  });
+  Prune();
+  return target;
+}
+
+std::vector<int64_t> CheckpointManager::Steps() const {
+  std::vector<int64_t> steps;
+  DIR* d = opendir(dir_.c_str());
+  if (d == nullptr) return steps;
+  while (dirent* e = readdir(d)) {
+    auto step = StepOf(e->d_name);
+    if (step && FileExists(StepDir(*step) + "/" + kStateFile)) steps.push_back(*step);
+  }
+  closedir(d);
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::optional<int64_t> CheckpointManager::LatestStep() const {
+  auto steps = Steps();
+  if (steps.empty()) return std::nullopt;
+  return steps.back();
+}
+
+void CheckpointManager::Prune() const {
+  auto steps = Steps();
+  for (size_t i = 0; i + keep_ < steps.size(); ++i) RemoveAll(StepDir(steps[i]));
+}
+
+TrainingState CheckpointManager::Load(const Program& program, Scope& scope,
+                                      std::optional<int64_t> step) const {
+  if (!step) step = LatestStep();
+  FLOTILLA_CHECK(step.has_value(), NotFound, "no checkpoint in '", dir_, "'");
+  const std::string path = StepDir(*step);
+  FLOTILLA_CHECK(FileExists(path + "/" + kStateFile), NotFound, "checkpoint '", path,
+                 "' does not exist (saved steps: ", Steps().size(), ")");
+  TrainingState state = DecodeState(ReadFile(path + "/" + kStateFile), path + "/" + kStateFile);
+  LoadPersistables(path, program, scope);
+  return state;
+}
+
+}  // namespace flotilla::io
