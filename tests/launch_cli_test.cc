@@ -199,9 +199,9 @@ TEST(LaunchCli, LaunchPsAndExplicitServerLists) {
 
 TEST(LaunchCli, UnsupportedModesSayWhy) {
   LaunchRun elastic;
-  elastic.Launch({"--elastic_server", "127.0.0.1:2379", "--np", "2"});
+  elastic.Launch({"--np", "2"});  // elastic options without --elastic_server
   EXPECT_EQ(elastic.code, 2);
-  EXPECT_NE(elastic.err.find("not supported yet: elastic jobs"), std::string::npos) << elastic.err;
+  EXPECT_NE(elastic.err.find("need --elastic_server"), std::string::npos) << elastic.err;
   LaunchRun heter;
   heter.Launch({"--heter_workers", "127.0.0.1:7000"});
   EXPECT_EQ(heter.code, 2);

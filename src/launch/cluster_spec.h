@@ -5,6 +5,7 @@
 // values: copyable, no behaviour beyond lookups.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct ClusterSpec {
   int node_index = 0;                  // this launcher's node
   std::string master;                  // rendezvous store host:port
   std::string job_id;                  // --job_id; "" = unnamed
+  int64_t generation = -1;             // elastic jobs: which world (0, 1, ...); -1 = fixed
   std::vector<ProcessSpec> trainers;   // ordered by rank
   std::vector<ProcessSpec> servers;    // ordered by server id (ps mode)
 

@@ -76,6 +76,10 @@ void AddFlotillaEnv(const ClusterSpec& spec, const ProcessSpec& p, EnvList& env)
   env.emplace_back("FLOTILLA_HOST_ID", p.host);
   env.emplace_back("FLOTILLA_GLOO_HOSTNAME", p.host);
   if (!spec.job_id.empty()) env.emplace_back("FLOTILLA_JOB_ID", spec.job_id);
+  // Elastic jobs: > 0 tells a process that it restarted in a new world.
+  if (spec.generation >= 0) {
+    env.emplace_back("FLOTILLA_ELASTIC_GENERATION", std::to_string(spec.generation));
+  }
 }
 
 EnvList ContractEnv(const ClusterSpec& spec, const ProcessSpec& p) {
@@ -93,7 +97,7 @@ const std::vector<std::string>& ContractVariableNames() {
       "PADDLE_PSERVER_ID", "PADDLE_PORT", "POD_IP", "PADDLE_GLOO_HTTP_ENDPOINT",
       "PADDLE_TRAINING_ROLE", "PADDLE_PSERVER_IPS", "PADDLE_PSERVER_PORT",
       "PADDLE_TRAINERS", "PADDLE_CURRENT_IP", "FLOTILLA_HOST_ID", "FLOTILLA_GLOO_HOSTNAME",
-      "FLOTILLA_JOB_ID"};
+      "FLOTILLA_JOB_ID", "FLOTILLA_ELASTIC_GENERATION"};
   return names;
 }
 

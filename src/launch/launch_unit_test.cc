@@ -38,15 +38,14 @@ TEST(SelectRunMode, PsOptionSelectsPs) {
   EXPECT_THROW(SelectRunMode(o), InvalidArgument);
 }
 
-TEST(SelectRunMode, ElasticAndHeterAreNotSupportedYet) {
+TEST(SelectRunMode, ElasticNeedsItsServerAndHeterIsNotSupportedYet) {
   LaunchOptions o = WithCommand();
-  o.elastic_server = "127.0.0.1:2379";
-  try {
-    SelectRunMode(o);
-    FAIL() << "expected Unimplemented";
-  } catch (const Unimplemented& e) {
-    EXPECT_NE(std::string(e.what()).find("not supported yet: elastic jobs"), std::string::npos);
-  }
+  o.np = "2:3";
+  EXPECT_THROW(SelectRunMode(o), InvalidArgument);  // no --elastic_server
+  o.elastic_server = "etcd://127.0.0.1:2379";
+  EXPECT_EQ(SelectRunMode(o), RunMode::kCollective);
+  o.scale = true;
+  EXPECT_THROW(SelectRunMode(o), Unimplemented);
   LaunchOptions h = WithCommand();
   h.heter_workers = "127.0.0.1:1";
   EXPECT_THROW(SelectRunMode(h), Unimplemented);

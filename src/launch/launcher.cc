@@ -75,29 +75,32 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
   };
   SignalFd signals;
   auto rendezvous = make_rendezvous(options);
-  World world = rendezvous->Join(plan_node);
-  world.spec.job_id = options.job_id;
-  WriteEndpointsLog(options.log_dir, world.spec);
-  PrintBanner(options, mode, world.spec);
-
   SupervisorOptions supervise;
   supervise.log_dir = options.log_dir;
   supervise.grace_period = options.grace_period;
   supervise.poll_interval = std::min(options.poll_interval, std::chrono::milliseconds(100));
   supervise.relay_to_console = !options.quiet;
   Supervisor supervisor(supervise, signals);
-  RunResult result;
-  try {
-    result = supervisor.Run(world.spec, options.command, *world.channel,
-                            ChildEnvironments(world.spec));
-  } catch (const std::exception& e) {
-    world.channel->Abort({world.spec.node_index, 1, e.what()});
+  // Fixed-size jobs run one world; elastic jobs join again when theirs changed.
+  while (true) {
+    World world = rendezvous->Join(plan_node);
+    world.spec.job_id = options.job_id;
+    WriteEndpointsLog(options.log_dir, world.spec);
+    PrintBanner(options, mode, world.spec);
+    RunResult result;
+    try {
+      result = supervisor.Run(world.spec, options.command, *world.channel,
+                              ChildEnvironments(world.spec));
+    } catch (const std::exception& e) {
+      world.channel->Abort({world.spec.node_index, 1, e.what()});
+      world.channel->Finish();
+      throw;
+    }
+    int code = Finish(world.spec, result);
+    const bool again = result.launcher_signal == 0 && world.channel->Restart(code);
     world.channel->Finish();
-    throw;
+    if (!again) return code;
   }
-  int code = Finish(world.spec, result);
-  world.channel->Finish();
-  return code;
 }
 
 }  // namespace flotilla::launch

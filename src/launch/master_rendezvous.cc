@@ -5,6 +5,7 @@
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/strings.h"
+#include "launch/elastic/elastic_rendezvous.h"
 #include "launch/net_util.h"
 #include "launch/store_rendezvous.h"
 
@@ -101,6 +102,7 @@ std::unique_ptr<Rendezvous> MakeMasterRendezvous(const LaunchOptions& options) {
 }
 
 std::unique_ptr<Rendezvous> MakeRendezvous(const LaunchOptions& options) {
+  if (!options.elastic_server.empty()) return MakeElasticRendezvous(options);
   return options.master.empty() ? MakeStaticRendezvous(options) : MakeMasterRendezvous(options);
 }
 

@@ -29,11 +29,13 @@ bool HasElasticOptions(const LaunchOptions& o) {
 namespace {
 
 void RejectUnsupported(const LaunchOptions& o) {
-  if (HasElasticOptions(o)) {
-    FLOTILLA_THROW(Unimplemented,
-                   "not supported yet: elastic jobs come with the etcd-backed elastic "
-                   "launcher (--elastic_server/--np/--scale/--force); run a "
-                   "fixed-size job by dropping those options");
+  if (HasElasticOptions(o) && o.elastic_server.empty()) {
+    FLOTILLA_THROW(InvalidArgument, "--np/--scale/--force belong to elastic jobs and need "
+                   "--elastic_server etcd://HOST:PORT (and --job_id)");
+  }
+  if (o.scale) {
+    FLOTILLA_THROW(Unimplemented, "not supported yet: --scale; an elastic job scales by "
+                   "starting or stopping launchers within --np MIN:MAX");
   }
   if (!o.heter_workers.empty() || o.heter_worker_num > 0) {
     FLOTILLA_THROW(Unimplemented,

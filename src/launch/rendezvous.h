@@ -49,6 +49,14 @@ class JobChannel {
   // This node's processes are gone. Node 0 keeps the store up until every
   // node has finished (bounded wait) because their processes may still use it.
   virtual void Finish() = 0;
+  // Called once the processes are gone (before Finish) with the run's exit
+  // code: true when the job goes on in a new world, so the launcher joins
+  // the rendezvous again (an elastic job whose membership changed). May
+  // block a few seconds to learn whether a failure came from a lost node.
+  virtual bool Restart(int exit_code) {
+    (void)exit_code;
+    return false;
+  }
 };
 
 struct World {

@@ -88,14 +88,16 @@ void AddPsOptions(CLI::App& c, launch::LaunchOptions& o) {
 }
 
 void AddElasticOptions(CLI::App& c, launch::LaunchOptions& o) {
-  const char* g = "Elastic Parameters (not supported yet)";
-  c.add_option("--elastic_server", o.elastic_server, "etcd address host:port")
+  const char* g = "Elastic Parameters";
+  c.add_option("--elastic_server", o.elastic_server, "etcd endpoints etcd://HOST:PORT[,HOST:PORT...] (turns the job elastic)")
       ->envname("PADDLE_ELASTIC_SERVER")->group(g);
   c.add_option("--job_id", o.job_id, "unique job id")->envname("PADDLE_JOB_ID")->group(g);
-  c.add_option("--np", o.np, "number of nodes, N or MIN:MAX")
+  c.add_option("--np", o.np, "nodes: N (fault tolerant: wait for a replacement) or MIN:MAX "
+               "(elastic); lease TTL FLOTILLA_ELASTIC_TTL (3 s), wait for MAX "
+               "FLOTILLA_ELASTIC_TIMEOUT (10 s)")
       ->envname("PADDLE_ELASTIC_NP")->group(g);
-  c.add_flag("--scale", o.scale, "scale the job")->envname("PADDLE_ELASTIC_SCALE")->group(g);
-  c.add_flag("--force", o.force, "force the scaling")->envname("PADDLE_ELASTIC_FORCE")->group(g);
+  c.add_flag("--scale", o.scale, "scale the job (not supported yet: start or stop launchers instead)")->envname("PADDLE_ELASTIC_SCALE")->group(g);
+  c.add_flag("--force", o.force, "clear a stale job's keys in etcd before joining")->envname("PADDLE_ELASTIC_FORCE")->group(g);
 }
 
 }  // namespace
