@@ -1,9 +1,9 @@
 #include "comm/gloo/gloo_backend.h"
 
 #include <gloo/allgather.h>
-#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
-#include <gloo/barrier.h>
+#include <gloo/barrier_all_to_all.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
@@ -14,12 +14,14 @@
 #include "comm/gloo/store_adapter.h"
 #include "comm/derived_ops.h"
 #include "comm/reduce_kernels.h"
+#include "flotilla/comm/prefix_store.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/strings.h"
 
 namespace flotilla::comm::gloo_backend {
 namespace {
 
-// Above this, bandwidth matters more than the number of steps.
+// Above this, pipelining chunks beats the plain ring's fewer messages.
 constexpr size_t kRingChunkedFromBytes = 256 * 1024;
 // Cached allreduce algorithms (each holds a staging buffer).
 constexpr size_t kCacheEntries = 16;
@@ -65,24 +67,34 @@ std::shared_ptr<gloo::transport::Device> CreateDevice(const std::string& iface,
 GlooBackend::GlooBackend(std::shared_ptr<Store> store, int rank, int size,
                          std::shared_ptr<gloo::transport::Device> device, GlooOptions options)
     : rank_(rank), size_(size), options_(std::move(options)) {
-  auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size);
+  context_ = Connect(std::make_shared<PrefixStore>("algo", store), device);
+  unbound_context_ = Connect(std::make_shared<PrefixStore>("unbound", store), device);
+}
+
+std::shared_ptr<::gloo::Context> GlooBackend::Connect(
+    std::shared_ptr<Store> store, const std::shared_ptr<gloo::transport::Device>& device) {
+  auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank_, size_);
   ctx->setTimeout(options_.timeout);
   StoreAdapter adapter(std::move(store), options_.timeout);
-  Guard("connect", [&] { ctx->connectFullMesh(adapter, device); });
-  context_ = ctx;
+  auto dev = device;
+  Guard("connect", [&] { ctx->connectFullMesh(adapter, dev); });
+  return ctx;
 }
 
 GlooBackend::~GlooBackend() = default;
 
 std::string GlooBackend::DescribeFailure() const {
-  std::vector<int> dead, others;
+  std::vector<std::string> dead;
+  std::vector<int> others;
   for (int r = 0; r < size_ && r < int(options_.peers.size()); ++r) {
     if (r == rank_) continue;
     others.push_back(r);
     const PeerInfo& p = options_.peers[r];
-    if (p.host_id == options_.host_id && ProcessIsDead(p.pid)) dead.push_back(r);
+    if (p.host_id == options_.host_id && ProcessIsDead(p.pid)) {
+      dead.push_back(StrCat("rank ", r, " (pid ", p.pid, ") died"));
+    }
   }
-  if (!dead.empty()) return StrCat("ranks ", RankList(dead), " died");
+  if (!dead.empty()) return Join(dead, ", ");
   return StrCat("no rank on this host is known dead; ranks that may have failed: ",
                 RankList(others));
 }
@@ -116,7 +128,7 @@ GlooBackend::Cached& GlooBackend::AllreduceAlgorithm(size_t count, DType dtype, 
   VisitDType(dtype, [&]<typename T>() {
     std::vector<T*> ptrs{reinterpret_cast<T*>(c->staging.data())};
     if (c->staging.size() < kRingChunkedFromBytes) {
-      c->algorithm = std::make_unique<::gloo::AllreduceHalvingDoubling<T>>(
+      c->algorithm = std::make_unique<::gloo::AllreduceRing<T>>(
           context_, ptrs, int(count), GlooReduction<T>(op));
     } else {
       c->algorithm = std::make_unique<::gloo::AllreduceRingChunked<T>>(
@@ -142,7 +154,7 @@ void GlooBackend::broadcast(void* data, size_t count, DType dtype, int root) {
   FLOTILLA_ENFORCE(root >= 0 && root < size_, "broadcast root ", root, " outside group of ", size_);
   if (size_ == 1 || count == 0) return;
   Guard("broadcast", [&] {
-    ::gloo::BroadcastOptions opts(context_);
+    ::gloo::BroadcastOptions opts(unbound_context_);
     opts.setOutput(static_cast<char*>(data), count * SizeOf(dtype));
     opts.setRoot(root);
     opts.setTimeout(options_.timeout);
@@ -158,7 +170,7 @@ void GlooBackend::allgather(const void* in, void* out, size_t count, DType dtype
     return;
   }
   Guard("allgather", [&] {
-    ::gloo::AllgatherOptions opts(context_);
+    ::gloo::AllgatherOptions opts(unbound_context_);
     opts.setInput(const_cast<char*>(static_cast<const char*>(in)), bytes);
     opts.setOutput(static_cast<char*>(out), bytes * size_);
     opts.setTimeout(options_.timeout);
@@ -180,9 +192,8 @@ void GlooBackend::reduce(void* data, size_t count, DType dtype, ReduceOp op, int
 void GlooBackend::barrier() {
   if (size_ == 1) return;
   Guard("barrier", [&] {
-    ::gloo::BarrierOptions opts(context_);
-    opts.setTimeout(options_.timeout);
-    ::gloo::barrier(opts);
+    if (!barrier_) barrier_ = std::make_unique<::gloo::BarrierAllToAll>(context_);
+    barrier_->run();
   });
 }
 
@@ -191,7 +202,7 @@ void GlooBackend::send(const void* data, size_t bytes, int peer, uint32_t tag) {
   char dummy = 0;
   void* p = bytes ? const_cast<void*>(data) : &dummy;
   Guard("send", [&] {
-    auto buf = context_->createUnboundBuffer(p, bytes ? bytes : 1);
+    auto buf = unbound_context_->createUnboundBuffer(p, bytes ? bytes : 1);
     buf->send(peer, kP2PSlotBase | tag);
     FLOTILLA_CHECK(buf->waitSend(options_.timeout), DeadlineExceeded, "gloo send on rank ", rank_,
                    " to rank ", peer, " did not complete within ", options_.timeout.count(), "ms");
@@ -203,7 +214,7 @@ void GlooBackend::recv(void* data, size_t bytes, int peer, uint32_t tag) {
   char dummy = 0;
   void* p = bytes ? data : &dummy;
   Guard("recv", [&] {
-    auto buf = context_->createUnboundBuffer(p, bytes ? bytes : 1);
+    auto buf = unbound_context_->createUnboundBuffer(p, bytes ? bytes : 1);
     buf->recv(peer, kP2PSlotBase | tag);
     FLOTILLA_CHECK(buf->waitRecv(options_.timeout), DeadlineExceeded, "gloo recv on rank ", rank_,
                    " from rank ", peer, " did not complete within ", options_.timeout.count(),

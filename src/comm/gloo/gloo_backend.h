@@ -1,7 +1,10 @@
 // GlooBackend: collectives over Gloo's TCP transport, for ranks on any hosts.
 //
-// Allreduce picks Gloo's algorithm by size: halving-doubling for small
-// buffers (log-depth latency), ring-chunked for large ones (bandwidth).
+// Allreduce picks Gloo's algorithm by size: ring for small buffers, ring-
+// chunked (pipelined) for large ones. Halving-doubling would suit small
+// buffers on many ranks, but with Debian's Gloo 0.5 a live halving-doubling
+// instance made a later ring-chunked one on the same context deadlock, so
+// it is not used.
 // Gloo's classic algorithms bind their buffers at construction, so each is
 // built once per (count, dtype, op) over a staging buffer owned here and
 // reused; keying on the shape rather than on the caller's pointer keeps the
@@ -72,7 +75,15 @@ class GlooBackend : public Backend {
   int rank_;
   int size_;
   GlooOptions options_;
+  std::shared_ptr<gloo::Context> Connect(std::shared_ptr<Store> store,
+                                        const std::shared_ptr<gloo::transport::Device>& device);
+
+  // Gloo's classic algorithms (allreduce, barrier) and its unbound-buffer
+  // operations (broadcast, allgather, send/recv) stalled when interleaved on
+  // one context, so each kind gets its own full mesh.
   std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<gloo::Context> unbound_context_;
+  std::unique_ptr<gloo::Algorithm> barrier_;
   std::list<std::unique_ptr<Cached>> cache_;  // most recently used first
 };
 

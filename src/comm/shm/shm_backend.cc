@@ -59,12 +59,6 @@ std::vector<int> ShmBackend::NotReady(const std::function<bool(int)>& ready) con
   return missing;
 }
 
-void ShmBackend::Await(const char* what, const std::function<bool(int)>& ready) {
-  for (int s = 0; s < size_; ++s) {
-    if (!ready(s)) return AwaitSlow(what, ready);
-  }
-}
-
 void ShmBackend::AwaitSlow(const char* what, const std::function<bool(int)>& ready) {
   auto start = Clock::now();
   auto deadline = start + options_.timeout;
@@ -138,8 +132,13 @@ void ShmBackend::AllreduceSmall(char* data, size_t count, DType dtype, ReduceOp 
   Await("allreduce", [&](int s) {
     return seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
   });
-  ReduceInto(data, seg_->slot(0, round_), seg_->slot(1, round_), count, dtype, op);
-  for (int s = 2; s < size_; ++s) ReduceInto(data, data, seg_->slot(s, round_), count, dtype, op);
+  if (size_ == 2) {
+    // Every op is commutative, so both ranks compute identical bits.
+    ReduceInto(data, data, seg_->slot(1 - rank_, round_), count, dtype, op);
+  } else {
+    ReduceInto(data, seg_->slot(0, round_), seg_->slot(1, round_), count, dtype, op);
+    for (int s = 2; s < size_; ++s) ReduceInto(data, data, seg_->slot(s, round_), count, dtype, op);
+  }
   if (op == ReduceOp::kAvg) DivideBy(data, count, dtype, size_);
   EndRound();
 }

@@ -59,7 +59,13 @@ class ShmBackend : public Backend {
   void EndRound();
   static uint64_t Tag(uint64_t round, uint64_t k) { return (round << 24) | k; }
   // Blocks until ready(r) holds for every rank r; see the class comment.
-  void Await(const char* what, const std::function<bool(int)>& ready);
+  // The first check is inline and allocation-free: the latency path.
+  template <typename Ready>
+  void Await(const char* what, const Ready& ready) {
+    for (int s = 0; s < size_; ++s) {
+      if (!ready(s)) return AwaitSlow(what, std::function<bool(int)>(ready));
+    }
+  }
   void AwaitSlow(const char* what, const std::function<bool(int)>& ready);
   std::vector<int> NotReady(const std::function<bool(int)>& ready) const;
 

@@ -1,0 +1,115 @@
+// Ranks as separate processes on loopback: every backend end to end, a rank
+// killed mid-allreduce, a rank that never arrives.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "comm_test_util.h"
+#include "flotilla/comm/tcp_store.h"
+
+namespace flotilla::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RankProcess;
+
+class MultiProcess : public ::testing::Test {
+ protected:
+  void SetUp() override { server_ = TCPStoreServer::Start("127.0.0.1", 0); }
+  void TearDown() override { testing::KillAll(procs_); }
+
+  // Starts ranks [0, count) of a group of `size`; host ids by rank if given.
+  void StartRanks(int count, int size, const std::string& backend, const std::string& mode,
+                  int timeout_ms, std::vector<std::string> hosts = {}) {
+    for (int r = 0; r < count; ++r) {
+      std::vector<std::string> argv{testing::HelperPath(), "--store", server_->address(),
+                                    "--rank", std::to_string(r), "--size", std::to_string(size),
+                                    "--backend", backend, "--mode", mode, "--timeout-ms",
+                                    std::to_string(timeout_ms)};
+      if (!hosts.empty()) argv.insert(argv.end(), {"--host-id", hosts[r]});
+      std::string log = ::testing::TempDir() + "comm_mp_" + std::to_string(getpid()) + "_" +
+                        backend + "_" + std::to_string(r) + ".log";
+      procs_.push_back(testing::Start(argv, log));
+    }
+  }
+  void ExpectAllSucceed(const std::string& backend) {
+    for (size_t r = 0; r < procs_.size(); ++r) {
+      ASSERT_TRUE(testing::WaitFor(procs_[r], 120s)) << backend << " rank " << r << " hung";
+      std::string out = procs_[r].Output();
+      EXPECT_EQ(procs_[r].exit_code, 0) << backend << " rank " << r << ": " << out;
+      EXPECT_NE(out.find("OK rank"), std::string::npos) << out;
+    }
+  }
+
+  std::unique_ptr<TCPStoreServer> server_;
+  std::vector<RankProcess> procs_;
+};
+
+TEST_F(MultiProcess, ShmFourRanks) {
+  StartRanks(4, 4, "auto", "check", 60000);
+  ExpectAllSucceed("shm");
+  EXPECT_NE(procs_[0].Output().find("backend shm"), std::string::npos);
+}
+
+TEST_F(MultiProcess, GlooFourRanks) {
+  StartRanks(4, 4, "gloo", "check", 60000);
+  ExpectAllSucceed("gloo");
+}
+
+TEST_F(MultiProcess, HierarchicalOverFakeHosts) {
+  StartRanks(4, 4, "auto", "check", 60000, {"hostA", "hostA", "hostB", "hostB"});
+  ExpectAllSucceed("hierarchical");
+  EXPECT_NE(procs_[3].Output().find("backend hierarchical"), std::string::npos);
+}
+
+// SIGKILL one rank in the middle of a stream of allreduces: the others must
+// fail well before their (long) timeout, naming the dead rank.
+void KillRankAndExpectNamed(std::vector<RankProcess>& procs, TCPStoreServer& server,
+                            const std::string& backend) {
+  auto store = ConnectStore(server.address());
+  std::vector<std::string> ready;
+  for (size_t r = 0; r < procs.size(); ++r) ready.push_back("ready/" + std::to_string(r));
+  store->wait(ready, 60s);
+  std::this_thread::sleep_for(200ms);
+  kill(procs[1].pid, SIGKILL);
+  waitpid(procs[1].pid, nullptr, 0);
+  procs[1].pid = -1;
+  auto killed_at = std::chrono::steady_clock::now();
+  for (size_t r = 0; r < procs.size(); ++r) {
+    if (r == 1) continue;
+    ASSERT_TRUE(testing::WaitFor(procs[r], 60s)) << backend << " rank " << r << " hung";
+    std::string out = procs[r].Output();
+    EXPECT_EQ(procs[r].exit_code, 3) << out;
+    EXPECT_NE(out.find("ERROR"), std::string::npos) << out;
+    EXPECT_NE(out.find("rank 1"), std::string::npos) << backend << ": " << out;
+  }
+  // Generous bound (the timeout is 5 minutes): dead peers are detected, not waited out.
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, 60s);
+}
+
+TEST_F(MultiProcess, ShmKilledRankIsNamedFast) {
+  StartRanks(3, 3, "shm", "loop", 300000);
+  KillRankAndExpectNamed(procs_, *server_, "shm");
+}
+
+TEST_F(MultiProcess, GlooKilledRankIsNamedFast) {
+  StartRanks(2, 2, "gloo", "loop", 300000);
+  KillRankAndExpectNamed(procs_, *server_, "gloo");
+}
+
+TEST_F(MultiProcess, MissingRankIsNamedAtTimeout) {
+  StartRanks(2, 3, "auto", "check", 1500);
+  for (auto& p : procs_) {
+    ASSERT_TRUE(testing::WaitFor(p, 60s));
+    std::string out = p.Output();
+    EXPECT_EQ(p.exit_code, 3) << out;
+    EXPECT_NE(out.find("DeadlineExceeded"), std::string::npos) << out;
+    EXPECT_NE(out.find("ranks [2]"), std::string::npos) << out;
+  }
+}
+
+}  // namespace
+}  // namespace flotilla::comm
