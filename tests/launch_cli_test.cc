@@ -92,6 +92,20 @@ TEST(LaunchCli, CollectiveEnvironmentContract) {
   EXPECT_NE(log.find("probe 2 pid"), std::string::npos) << log;
 }
 
+// A program that binds its endpoint without SO_REUSEADDR cannot take over a
+// held port; --release_ports lets it.
+TEST(LaunchCli, ReleasePortsForPlainBinds) {
+  LaunchRun held;
+  held.Launch({"--nproc_per_node", "1"}, {"--bind_plain"});
+  ASSERT_EQ(held.code, 0) << held.err;
+  EXPECT_NE(held.Env("0").dump(), "");
+  EXPECT_EQ(ReadJson(held.dir / "env.0.json")["bind"], "bind: Address already in use");
+  LaunchRun released;
+  released.Launch({"--nproc_per_node", "1", "--release_ports"}, {"--bind_plain"});
+  ASSERT_EQ(released.code, 0) << released.err;
+  EXPECT_EQ(ReadJson(released.dir / "env.0.json")["bind"], "ok");
+}
+
 TEST(LaunchCli, LegacyOptionNames) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     LaunchRun r;

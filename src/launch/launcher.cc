@@ -87,6 +87,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     world.spec.job_id = options.job_id;
     WriteEndpointsLog(options.log_dir, world.spec);
     PrintBanner(options, mode, world.spec);
+    if (!options.hold_ports) ports.clear();  // --release_ports: a short race instead of a takeover
     RunResult result;
     try {
       result = supervisor.Run(world.spec, options.command, *world.channel,

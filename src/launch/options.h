@@ -50,6 +50,10 @@ struct LaunchOptions {
   std::chrono::milliseconds rendezvous_timeout{120000};
   std::chrono::milliseconds node_timeout{10000};  // silence after which a node counts as lost
   bool quiet = false;                    // no banner, no live rank-0 output
+  // Hold each child's port until the launcher exits (children must bind with
+  // SO_REUSEADDR/SO_REUSEPORT). false: release them just before the children
+  // start, for programs that bind without those options.
+  bool hold_ports = true;
   // The program and its arguments.
   std::vector<std::string> command;
 };

@@ -6,6 +6,7 @@
 //   --out DIR            write DIR/env.TAG.json ({"pid","tag","env","bind"}) and DIR/pid.TAG
 //   --ignore_term[@TAG]  ignore SIGTERM (only SIGKILL ends it)
 //   --bind               bind and listen on PADDLE_CURRENT_ENDPOINT (SO_REUSEADDR)
+//   --bind_plain         the same without SO_REUSEADDR
 //   --store_barrier      meet every process in the PADDLE_MASTER store (after writing
 //                        the files above); DIR/barrier.TAG says "ok" or the error
 //   --grandchild         fork a child that sleeps 60 s in the probe's process group
@@ -75,7 +76,7 @@ void Sleep(double seconds) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
-std::string BindEndpoint() {
+std::string BindEndpoint(bool reuse_addr) {
   std::string ep = Env("PADDLE_CURRENT_ENDPOINT");
   auto colon = ep.rfind(':');
   if (colon == std::string::npos) return "no PADDLE_CURRENT_ENDPOINT";
@@ -85,7 +86,7 @@ std::string BindEndpoint() {
   inet_pton(AF_INET, ep.substr(0, colon).c_str(), &addr.sin_addr);
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (reuse_addr) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return std::string("bind: ") + std::strerror(errno);
   }
@@ -128,10 +129,11 @@ int main(int argc, char** argv) {
   const std::string tag = Tag();
   std::map<std::string, std::string> single;
   std::vector<std::pair<std::string, std::string>> actions;
-  bool bind = false, barrier = false, grandchild = false;
+  bool bind = false, bind_plain = false, barrier = false, grandchild = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--bind") { bind = true; continue; }
+    if (a == "--bind_plain") { bind = bind_plain = true; continue; }
     if (a == "--store_barrier") { barrier = true; continue; }
     if (a == "--grandchild") { grandchild = true; continue; }
     if (a.rfind("--ignore_term", 0) == 0) {
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
     auto eq = s.find('=');
     record["env"][s.substr(0, eq)] = s.substr(eq + 1);
   }
-  if (bind) record["bind"] = BindEndpoint();
+  if (bind) record["bind"] = BindEndpoint(!bind_plain);
   std::string out;
   for (auto& [k, v] : actions) {
     if (k == "--out") out = v;

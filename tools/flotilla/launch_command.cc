@@ -35,6 +35,9 @@ void AddBaseOptions(CLI::App& c, launch::LaunchOptions& o) {
       ->envname("FLOTILLA_GRACE_PERIOD")->capture_default_str()->group("Base Parameters");
   c.add_flag("--quiet", o.quiet, "print neither the configuration nor rank 0's output")
       ->group("Base Parameters");
+  c.add_flag("--release_ports{false}", o.hold_ports, "release the reserved ports just before "
+             "the children start (for programs that bind without SO_REUSEADDR/SO_REUSEPORT)")
+      ->envname("FLOTILLA_RELEASE_PORTS")->group("Base Parameters");
 }
 
 void AddCollectiveOptions(CLI::App& c, launch::LaunchOptions& o) {
