@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "fleet/ops/collective_ops.h"
@@ -67,10 +68,38 @@ void InsertAll(Block& block, std::vector<std::pair<size_t, OpDesc>> inserts) {
   }
 }
 
+// A mul_grad/matmul_grad that writes both a weight's gradient (Y) and its
+// input's (X) becomes two ops, the weight's first: the weight's all-reduce
+// can then start while the input gradient — the rest of backward's critical
+// path — is computed. Returns how many ops were added before `end`.
+size_t SplitWeightGradOps(Block& block, const std::vector<ParamGrad>& params_grads, size_t end) {
+  std::set<std::string> grads;
+  for (const auto& pg : params_grads) grads.insert(pg.second.name());
+  const std::string dx = GradVarName("X"), dy = GradVarName("Y");
+  size_t added = 0;
+  for (size_t i = 0; i < end + added; ++i) {
+    const OpDesc& op = block.op(i);
+    if ((op.type != "mul_grad" && op.type != "matmul_grad") || !op.HasOutput(dx) ||
+        !op.HasOutput(dy) || !grads.count(op.Output(dy))) {
+      continue;
+    }
+    OpDesc weight = op, input = op;
+    weight.outputs[dx] = {kEmptyVarName};
+    input.outputs[dy] = {kEmptyVarName};
+    input.attrs.erase(kOpRoleVarAttr);
+    block.RemoveOp(i);
+    block.InsertOp(i, std::move(weight));
+    block.InsertOp(++i, std::move(input));
+    ++added;
+  }
+  return added;
+}
+
 CollectivePassResult DataParallel(Program& main, const std::vector<ParamGrad>& params_grads,
                                   const DistributedStrategy& s, int ring_id) {
   Block& block = main.global_block();
   size_t first_opt = FirstOptimizeOp(block);
+  first_opt += SplitWeightGradOps(block, params_grads, first_opt);
   auto order = GradsInProductionOrder(block, params_grads, first_opt);
   std::vector<std::string> grads;
   std::map<std::string, size_t> writer;

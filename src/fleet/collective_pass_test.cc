@@ -109,6 +109,14 @@ TEST(CollectivePass, StartsEachBucketAfterItsLastGradientAndWaitsBeforeTheOptimi
     }
   }
   EXPECT_EQ(OpTypes(b->startup).back(), "c_broadcast");
+  // fc_1's weight gradient is split from its input gradient and all-reduced
+  // before the input gradient is computed.
+  EXPECT_EQ(std::count(types.begin(), types.end(), "mul_grad"), 3);
+  size_t weight_op = IndexOf(types, "mul_grad", IndexOf(types, "softmax_grad"));
+  EXPECT_EQ(types[weight_op + 1], "c_allreduce_start");
+  EXPECT_EQ(types[weight_op + 2], "mul_grad");
+  EXPECT_FALSE(block.op(weight_op).HasOutput(GradVarName("X")));
+  EXPECT_FALSE(block.op(weight_op + 2).HasOutput(GradVarName("Y")));
 }
 
 TEST(CollectivePass, FusesIntoOneBucketByDefault) {
