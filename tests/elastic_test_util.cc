@@ -1,5 +1,6 @@
 #include "elastic_test_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,6 +8,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -64,6 +67,20 @@ std::unique_ptr<EtcdServer> EtcdServer::Start() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return s;
+}
+
+std::set<pid_t> ProcessesMentioning(const std::string& text) {
+  std::set<pid_t> found;
+  DIR* proc = opendir("/proc");
+  while (dirent* e = proc ? readdir(proc) : nullptr) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0 || pid == getpid()) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(text) != std::string::npos && launch_test::Alive(pid)) found.insert(pid);
+  }
+  if (proc) closedir(proc);
+  return found;
 }
 
 EtcdServer::~EtcdServer() {

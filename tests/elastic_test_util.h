@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 namespace flotilla::elastic_test {
@@ -31,5 +32,9 @@ class EtcdServer {
   int client_port_ = 0;
   std::string dir_;
 };
+
+// Pids of live processes whose command line contains `text` (a test's
+// unique temporary directory finds the launchers and their trainers).
+std::set<pid_t> ProcessesMentioning(const std::string& text);
 
 }  // namespace flotilla::elastic_test
