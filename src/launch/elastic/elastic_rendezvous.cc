@@ -124,6 +124,13 @@ Agreement ElasticRendezvous::AgreeOnWorld(Clock::time_point deadline) {
                    "' has already finished; use another --job_id (or --force to start it anew)");
     Agreement a{ReadWorld(), ReadMembers()};
     const MemberId self = Self();
+    // Missing with its lease alive: deleted by another node (a lapsed lease
+    // is replaced by the registration thread instead).
+    const bool listed = std::any_of(a.members.begin(), a.members.end(),
+                                    [&](const Member& m) { return m.id == self; });
+    FLOTILLA_CHECK(listed || etcd_->KeepAlive(self.lease) == 0, Unavailable, "elastic job '", options_.job_id, "': the key of ", self.host,
+                   " vanished from etcd — the job finished (or --force cleared it) while this "
+                   "node waited");
     if (a.world.gen > last_gen_ && Contains(a.world.members, self) &&
         AllAlive(a.world.members, a.members)) {
       return a;
