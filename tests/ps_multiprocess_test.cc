@@ -129,8 +129,8 @@ TEST_F(PsMultiProcess, KilledServerMakesTrainersFailWithinTheDeadlineNamingIt) {
   auto eps = StartServers(2, 1, "async");
   for (const auto& ep : eps) ASSERT_FALSE(ep.empty()) << "a server did not start";
   PsClientOptions o;
-  o.retry_timeout = 2s;
-  o.rpc_timeout = 5s;
+  o.retry_timeout = 3s;
+  o.rpc_timeout = 10s;
   PsClient client(eps, 0, 1, o);
   Tensor w(DType::kFloat32, {20000});
   client.PullDense("w", &w);  // both servers hold a block of w
@@ -142,7 +142,7 @@ TEST_F(PsMultiProcess, KilledServerMakesTrainersFailWithinTheDeadlineNamingIt) {
   } catch (const Unavailable& e) {
     EXPECT_NE(std::string(e.what()).find(eps[1]), std::string::npos) << e.what();
   }
-  EXPECT_LT(Clock::now() - start, 30s);
+  EXPECT_LT(Clock::now() - start, 40s);
   // A barrier does not hang either.
   EXPECT_THROW(client.Barrier(), Unavailable);
 }

@@ -66,14 +66,20 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
   auto backoff = std::chrono::milliseconds(50);
   while (!pending.empty()) {
     Attempt(calls, pending, attempt_timeout, &outcomes);
-    std::vector<size_t> retry;
+    std::vector<size_t> retry, fatal;
     for (size_t i : pending) {
       const Outcome& o = outcomes[i];
       if (o.status.ok()) continue;
       const bool retryable = o.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
                              o.attempts < options_.max_attempts && Clock::now() + backoff < give_up;
-      if (!retryable) Throw(method, calls[i], o, attempt_timeout);
-      retry.push_back(i);
+      (retryable ? retry : fatal).push_back(i);
+    }
+    if (!fatal.empty()) {
+      // The first failure sets the error kind; every other failing server is named too.
+      std::string others;
+      for (size_t i : fatal) if (i != fatal[0]) others += Describe(calls[i], outcomes[i]);
+      for (size_t i : retry) others += Describe(calls[i], outcomes[i]);
+      Throw(method, calls[fatal[0]], outcomes[fatal[0]], attempt_timeout, others);
     }
     pending = std::move(retry);
     if (pending.empty()) break;
@@ -82,10 +88,16 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
   }
 }
 
+std::string RpcFanout::Describe(const ServerCall& call, const Outcome& o) const {
+  return StrCat("; also parameter server ", call.server, " at ", endpoints_[call.server],
+                " (gRPC code ", static_cast<int>(o.status.error_code()), "): ",
+                o.status.error_message());
+}
+
 void RpcFanout::Throw(const char* method, const ServerCall& call, const Outcome& o,
-                      std::chrono::milliseconds attempt_timeout) const {
+                      std::chrono::milliseconds attempt_timeout, const std::string& others) const {
   const std::string who = StrCat("parameter server ", call.server, " at ", endpoints_[call.server]);
-  const std::string msg = o.status.error_message();
+  const std::string msg = o.status.error_message() + others;
   switch (o.status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
       FLOTILLA_THROW(Unavailable, who, " is unreachable (", method, ", gave up after ", o.attempts,

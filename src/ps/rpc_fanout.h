@@ -48,8 +48,12 @@ class RpcFanout {
   // One parallel attempt of the calls whose index is in `pending`.
   void Attempt(const std::vector<ServerCall>& calls, const std::vector<size_t>& pending,
                std::chrono::milliseconds attempt_timeout, std::vector<Outcome>* outcomes) const;
+  // Throws the Error matching `outcome`; `others` (from Describe) names the
+  // other servers that failed in the same attempt.
   [[noreturn]] void Throw(const char* method, const ServerCall& call, const Outcome& outcome,
-                          std::chrono::milliseconds attempt_timeout) const;
+                          std::chrono::milliseconds attempt_timeout,
+                          const std::string& others) const;
+  std::string Describe(const ServerCall& call, const Outcome& outcome) const;
 
   std::vector<std::string> endpoints_;
   PsClientOptions options_;

@@ -241,8 +241,8 @@ TEST(PsService, StoppedServerFailsClientsWithinTheDeadlineNamingIt) {
   const std::string dead = cluster.endpoints[1];
   cluster.servers[1].reset();  // shut down
   PsClientOptions o;
-  o.retry_timeout = 1s;
-  o.rpc_timeout = 2s;
+  o.retry_timeout = 3s;
+  o.rpc_timeout = 10s;
   auto client = cluster.Client(0, 1, o);
   const auto start = std::chrono::steady_clock::now();
   Tensor w(DType::kFloat32, {kBig});
@@ -252,7 +252,7 @@ TEST(PsService, StoppedServerFailsClientsWithinTheDeadlineNamingIt) {
   } catch (const Unavailable& e) {
     EXPECT_NE(std::string(e.what()).find(dead), std::string::npos) << e.what();
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 40s);
 }
 
 TEST(PsService, StopEndsRunAndFailsWaitingBarriers) {
