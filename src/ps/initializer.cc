@@ -59,6 +59,10 @@ float Sample(const InitializerConfig& c, int64_t key, int64_t index) {
 
 void FillInitial(const InitializerConfig& config, int64_t key, int64_t first_index,
                  std::span<float> out) {
+  if (config.custom) {
+    config.custom(key, first_index, out);
+    return;
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     out[i] = Sample(config, key, first_index + static_cast<int64_t>(i));
   }

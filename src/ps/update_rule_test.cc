@@ -104,5 +104,15 @@ TEST(Initializer, NormalMomentsAndConstant) {
   EXPECT_EQ(v[123], 0.25f);
 }
 
+TEST(Initializer, CustomFunctionIsInjected) {
+  InitializerConfig cfg;
+  cfg.custom = [](int64_t key, int64_t first, std::span<float> out) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(key * 100 + first + i);
+  };
+  std::vector<float> v(3);
+  FillInitial(cfg, 2, 5, v);
+  EXPECT_EQ(v, (std::vector<float>{205, 206, 207}));
+}
+
 }  // namespace
 }  // namespace flotilla::ps

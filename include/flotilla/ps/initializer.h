@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 
 namespace flotilla::ps {
@@ -16,6 +17,10 @@ struct InitializerConfig {
   float low = -1.0f, high = 1.0f;    // kUniform
   float mean = 0.0f, stddev = 1.0f;  // kNormal
   uint64_t seed = 0;
+  // When set, replaces the kinds above: fills out[i] with the value of
+  // element (first_index + i) of entry `key`. It must be a pure function of
+  // its arguments for rows to match across servers and restarts.
+  std::function<void(int64_t key, int64_t first_index, std::span<float> out)> custom;
 
   static InitializerConfig Constant(float v);
   static InitializerConfig Uniform(float low, float high, uint64_t seed);
