@@ -3,7 +3,7 @@
 // In-process servers on loopback (async mode, SGD tables; 1, then 2
 // servers) and one client. For each operation the raw baseline is
 // PsClient::Echo over the same channels, each server's echo carrying its
-// share of the request and reply bytes (in parallel when there are two), so
+// share of the request and reply bytes (fanned out in parallel), so
 // the ratio is what tables, slicing and (de)serialisation add on top of
 // the transport.
 //
@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <future>
 #include <string>
 #include <vector>
 
@@ -88,16 +87,6 @@ std::unique_ptr<PsServer> StartServer(int index, int num_servers) {
   return server;
 }
 
-// Echo with each server's share of the bytes, concurrently.
-void EchoShares(PsClient& client, const std::string& request_share, int64_t reply_share) {
-  std::vector<std::future<std::string>> replies;
-  for (int s = 0; s < client.num_servers(); ++s) {
-    replies.push_back(std::async(std::launch::async,
-                                 [&, s] { return client.Echo(s, request_share, reply_share); }));
-  }
-  for (auto& r : replies) r.get();
-}
-
 void RunAll(int num_servers, int iters) {
   std::vector<std::unique_ptr<PsServer>> servers;
   std::vector<std::string> endpoints;
@@ -108,8 +97,7 @@ void RunAll(int num_servers, int iters) {
   PsClient client(endpoints, 0, 1);
   const int n = num_servers;
   auto echo = [&](const std::string& share, int64_t reply) {
-    if (n == 1) return std::function<void()>([&, share, reply] { client.Echo(0, share, reply); });
-    return std::function<void()>([&, share, reply] { EchoShares(client, share, reply); });
+    return std::function<void()>([&, share, reply] { client.EchoAll(share, reply); });
   };
 
   std::vector<int64_t> keys(kKeys);

@@ -426,4 +426,18 @@ std::string PsClient::Echo(int server, const std::string& payload, int64_t reply
   return std::move(*resp.mutable_payload());
 }
 
+void PsClient::EchoAll(const std::string& payload, int64_t reply_bytes) {
+  rpc::EchoMessage req;
+  req.set_payload(payload);
+  req.set_reply_bytes(reply_bytes);
+  std::vector<rpc::EchoMessage> resps(num_servers());
+  std::vector<ServerCall> calls;
+  for (int s = 0; s < num_servers(); ++s) {
+    calls.push_back({s, [&req, resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
+                       stub->async()->Echo(ctx, &req, resp, std::move(done));
+                     }});
+  }
+  impl_->fanout.Run("Echo", calls);
+}
+
 }  // namespace flotilla::ps

@@ -111,6 +111,8 @@ class PsClient {
   // and returns its reply: reply_bytes bytes, or the payload itself when
   // reply_bytes < 0. Same channel, deadline and retries as every other call.
   std::string Echo(int server, const std::string& payload, int64_t reply_bytes = -1);
+  // The same echo to every server at once, fanned out like every other call.
+  void EchoAll(const std::string& payload, int64_t reply_bytes);
 
   class Impl;
 
