@@ -6,6 +6,7 @@ target_link_libraries(elastic_test_util PUBLIC flotilla_launch launch_test_util)
 
 flotilla_test(elastic_etcd_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/elastic_etcd_test.cc ${CMAKE_CURRENT_LIST_DIR}/elastic_membership_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/elastic_rendezvous_test.cc
   DEPS elastic_test_util
   TIMEOUT 120 LABELS elastic)
 
