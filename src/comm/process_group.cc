@@ -79,26 +79,6 @@ ProcessGroup::Communicator& ProcessGroup::Comm(int comm) {
   return *comms_[comm];
 }
 
-void ProcessGroup::RunBlocking(int comm, const std::function<void(Backend&)>& fn) {
-  Communicator& c = Comm(comm);
-  {
-    std::unique_lock<std::mutex> lock(c.mu);
-    c.cv.wait(lock, [&] { return c.queue.empty() && !c.busy; });
-    c.busy = true;
-  }
-  auto release = [&] {
-    std::lock_guard<std::mutex> lock(c.mu);
-    c.busy = false;
-    c.cv.notify_all();
-  };
-  try {
-    fn(*c.backend);
-  } catch (...) {
-    release();
-    throw;
-  }
-  release();
-}
 
 std::shared_ptr<Work> ProcessGroup::Enqueue(int comm, std::function<void(Backend&)> fn) {
   Communicator& c = Comm(comm);
@@ -110,6 +90,29 @@ std::shared_ptr<Work> ProcessGroup::Enqueue(int comm, std::function<void(Backend
   }
   c.cv.notify_all();
   return work;
+}
+
+// A template rather than std::function: no allocation on the latency path.
+template <typename Fn>
+void ProcessGroup::RunBlocking(int comm, const Fn& fn) {
+  Communicator& c = Comm(comm);
+  {
+    std::unique_lock<std::mutex> lock(c.mu);
+    if (!c.queue.empty() || c.busy) c.cv.wait(lock, [&] { return c.queue.empty() && !c.busy; });
+    c.busy = true;
+  }
+  auto release = [&] {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.busy = false;
+    if (c.worker.joinable()) c.cv.notify_all();
+  };
+  try {
+    fn(*c.backend);
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
 }
 
 // ---- raw buffers ----

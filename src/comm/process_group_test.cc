@@ -129,6 +129,29 @@ TEST(HierarchicalProcessGroup, AllreduceOverFakeHosts) {
   }
 }
 
+// Many rounds back to back, with values changing every round: catches a rank
+// overwriting a slot half that a slower peer still reads.
+TEST(ShmProcessGroup, BackToBackRoundsStayConsistent) {
+  for (int n : {2, 3}) {
+    auto groups = MakeGroups(n, "shm");
+    RunRanks(n, [&](int r) {
+      for (size_t count : {size_t(100), size_t(20000), size_t(3) << 20}) {
+        const int rounds = count > 100000 ? 5 : 300;
+        std::vector<int64_t> d(count);
+        for (int it = 0; it < rounds; ++it) {
+          for (size_t i = 0; i < count; ++i) d[i] = int64_t(it * 1000 + r + i % 3);
+          groups[r]->allreduce(d.data(), count, DType::kInt64, ReduceOp::kSum);
+          for (size_t i = 0; i < count; i += 97) {
+            ASSERT_EQ(d[i], int64_t(n * (it * 1000 + i % 3) + n * (n - 1) / 2))
+                << "round " << it << " count " << count;
+          }
+          if (it % 7 == 0) groups[r]->barrier();
+        }
+      }
+    });
+  }
+}
+
 TEST(ProcessGroup, AutoChoosesByHosts) {
   EXPECT_EQ(MakeGroups(2, "auto", {"h", "h"})[0]->backend(), "shm");
   EXPECT_EQ(MakeGroups(2, "auto", {"h1", "h2"})[0]->backend(), "gloo");

@@ -109,7 +109,8 @@ class ProcessGroup {
   struct Communicator;
   Communicator& Comm(int comm);
   // Runs fn on the caller's thread once `comm`'s queue is drained.
-  void RunBlocking(int comm, const std::function<void(Backend&)>& fn);
+  template <typename Fn>
+  void RunBlocking(int comm, const Fn& fn);
 
   int rank_;
   int size_;

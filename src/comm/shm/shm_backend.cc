@@ -98,8 +98,11 @@ void ShmBackend::AwaitSlow(const char* what, const std::function<bool(int)>& rea
 
 void ShmBackend::BeginRound() {
   ++round_;
-  if (round_ <= 2) return;
-  // Our slot half for this round was last read in round_ - 2.
+  // Our slot half for this round was last read in round_ - 2. Every rank
+  // finished that round before it posted in round_ - 1; when we saw every
+  // rank's post then, there is nothing to wait for (and no cache line of a
+  // peer to fetch on the latency path).
+  if (round_ <= 2 || synced_round_ == round_ - 1) return;
   const uint64_t need = round_ - 2;
   Await("slot reuse", [&](int s) {
     return seg_->control(s).finished.value.load(std::memory_order_acquire) >= need;
@@ -132,6 +135,7 @@ void ShmBackend::AllreduceSmall(char* data, size_t count, DType dtype, ReduceOp 
   Await("allreduce", [&](int s) {
     return seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
   });
+  synced_round_ = round_;
   if (size_ == 2) {
     // Every op is commutative, so both ranks compute identical bits.
     ReduceInto(data, data, seg_->slot(1 - rank_, round_), count, dtype, op);
@@ -165,6 +169,8 @@ void ShmBackend::AllreduceRound(char* data, size_t count, DType dtype, ReduceOp 
     if (j >= 1 && j <= rg.chunks) ReduceChunk(data, rg, j - 1, dtype, op);
     if (j >= 2) GatherChunk(data, rg, j - 2);
   }
+  // Reducing our (never empty) region waited for every rank's posts.
+  synced_round_ = round_;
   EndRound();
 }
 
@@ -253,6 +259,7 @@ void ShmBackend::AllgatherRound(const char* in, char* out, size_t bytes, size_t 
   Await("allgather", [&](int s) {
     return seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
   });
+  synced_round_ = round_;
   for (int t = 0; t < size_; ++t) {
     if (t != rank_) std::memcpy(out + t * stride, seg_->slot(t, round_), bytes);
   }
@@ -278,6 +285,7 @@ void ShmBackend::barrier() {
   Await("barrier", [&](int s) {
     return seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
   });
+  synced_round_ = round_;
   EndRound();
 }
 

@@ -74,6 +74,8 @@ class ShmBackend : public Backend {
   ShmOptions options_;
   std::unique_ptr<ShmSegment> seg_;
   uint64_t round_ = 0;
+  // Last round in which this rank saw every rank's post.
+  uint64_t synced_round_ = 0;
 };
 
 }  // namespace flotilla::comm::shm
