@@ -26,9 +26,12 @@ void ElasticChannel::Stop() {
   if (monitor_.joinable()) monitor_.join();
 }
 
-// Wakes on every change of the job's keys; re-reads the state then.
+// Wakes on every change of the job's keys; re-reads the state then. While
+// etcd is unreachable the processes keep running (they do not need it); the
+// monitor warns every 10 s and retries.
 void ElasticChannel::Monitor() {
   std::unique_ptr<EtcdWatch> watch;
+  Clock::time_point next_warning{};
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     lock.unlock();
@@ -37,7 +40,10 @@ void ElasticChannel::Monitor() {
       Evaluate();
       watch->Next(options_.poll);
     } catch (const std::exception& e) {
-      log::Warn("elastic monitor: {}", e.what());
+      if (Clock::now() >= next_warning) {
+        log::Warn("elastic job: cannot watch the membership in etcd (retrying): {}", e.what());
+        next_warning = Clock::now() + std::chrono::seconds(10);
+      }
       watch.reset();
       std::this_thread::sleep_for(options_.poll);
     }
