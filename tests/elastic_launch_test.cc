@@ -192,6 +192,8 @@ TEST_F(ElasticLaunchTest, LostNodeShrinksTheWorldAndAReturningOneScalesItOut) {
   job.ExpectAllSucceed(seconds(90));
   EXPECT_EQ(job.KeysInEtcd(), 0u) << "the finished job left keys in etcd";
   EXPECT_EQ(job.LatestCheckpoint(), 1490);  // the last one before the end
+  EXPECT_TRUE(launch_test::WaitGone(ProcessesMentioning(tmp_.path()), seconds(5)))
+      << "a launcher or trainer outlived the job";
 }
 
 TEST_F(ElasticLaunchTest, FixedSizeJobWaitsForAReplacement) {
@@ -221,6 +223,8 @@ TEST_F(ElasticLaunchTest, FixedSizeJobWaitsForAReplacement) {
   EXPECT_GE(two->step, 30);
   job.ExpectAllSucceed(seconds(90));
   EXPECT_EQ(job.KeysInEtcd(), 0u);
+  EXPECT_TRUE(launch_test::WaitGone(ProcessesMentioning(tmp_.path()), seconds(5)))
+      << "a launcher or trainer outlived the job";
 }
 
 }  // namespace
