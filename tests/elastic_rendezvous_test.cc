@@ -113,6 +113,30 @@ TEST_F(ElasticRendezvousTest, WorldsFollowLossesAndJoins) {
   ::unsetenv("FLOTILLA_ELASTIC_TTL");
 }
 
+TEST_F(ElasticRendezvousTest, ForceClearsAStaleJob) {
+  EtcdClient etcd(EtcdOptions{ParseEtcdEndpoints(etcd_->endpoint())});
+  const std::string stale = R"({"gen":7,"members":[{"host":"10.9.9.9","lease":1}]})";
+  etcd.Put("/flotilla/rdzv/world", stale);
+  etcd.Put("/flotilla/rdzv/gen/7/abort", "{}");
+  {
+    // Without --force the stale world is outlived: the next generation.
+    World w = Node("127.0.0.1", "1")->Join(Planner());
+    EXPECT_EQ(w.spec.generation, 8);
+    EXPECT_EQ(w.spec.nodes, (std::vector<std::string>{"127.0.0.1"}));
+  }
+  etcd.Put("/flotilla/rdzv/world", stale);
+  LaunchOptions o;
+  o.elastic_server = "etcd://" + etcd_->endpoint();
+  o.job_id = "rdzv";
+  o.np = "1";
+  o.host = "127.0.0.1";
+  o.force = true;
+  auto forced = MakeElasticRendezvous(o);
+  World w = forced->Join(Planner());
+  EXPECT_EQ(w.spec.generation, 0);  // a fresh job
+  EXPECT_FALSE(etcd.Get("/flotilla/rdzv/gen/7/abort").has_value());
+}
+
 TEST_F(ElasticRendezvousTest, ARealFailureIsNotARestart) {
   ::setenv("FLOTILLA_ELASTIC_TTL", "1", 1);
   auto a = Node("127.0.0.1", "1");
