@@ -111,7 +111,10 @@ std::unique_ptr<ProcessGroup> NewProcessGroup(std::shared_ptr<Store> store, int 
   FLOTILLA_ENFORCE(kBackends.count(options.backend), "unknown process group backend '",
                    options.backend, "' (expected auto, shm, gloo or hierarchical)");
   if (options.host_id.empty()) options.host_id = LocalHostname();
-  auto pstore = std::make_shared<PrefixStore>(options.name, store);
+  // The k-th group a rank makes under one name lives under "<name>/k", so a
+  // group re-created on the same store never reads its predecessor's keys.
+  const int64_t generation = store->add(options.name + "/generation/" + std::to_string(rank), 1);
+  auto pstore = std::make_shared<PrefixStore>(options.name + "/" + std::to_string(generation), store);
   GroupContext g{pstore, rank, size, options, {}, nullptr};
   g.peers = Rendezvous(*pstore, rank, size, options.host_id, options.timeout,
                        options.stall_warning_after);

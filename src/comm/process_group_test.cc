@@ -2,6 +2,10 @@
 // edge-case count, plus async communicators and failure naming.
 #include <gtest/gtest.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
 #include <thread>
 
 #include "flotilla/comm/hash_store.h"
@@ -44,6 +48,20 @@ std::vector<std::unique_ptr<ProcessGroup>> MakeGroups(int n, const std::string& 
     o.timeout = 60s;
     o.comm_num = comm_num;
     if (!hosts.empty()) o.host_id = hosts[r];
+    groups[r] = NewProcessGroup(store, r, n, o);
+  });
+  return groups;
+}
+
+std::vector<std::unique_ptr<ProcessGroup>> MakeGroupsWithStall(int n,
+                                                               std::chrono::milliseconds stall) {
+  auto store = std::make_shared<HashStore>();
+  std::vector<std::unique_ptr<ProcessGroup>> groups(n);
+  RunRanks(n, [&](int r) {
+    ProcessGroupOptions o;
+    o.backend = "shm";
+    o.timeout = 30s;
+    o.stall_warning_after = stall;
     groups[r] = NewProcessGroup(store, r, n, o);
   });
   return groups;
@@ -284,9 +302,43 @@ TEST(ProcessGroupFailure, RankSkippingAnOpIsNamed) {
         if (r == 0) msg = e.what();
       }
     });
-    if (backend == "shm") EXPECT_NE(msg.find("ranks [2]"), std::string::npos) << msg;
+    if (backend == "shm") {
+      EXPECT_NE(msg.find("ranks [2]"), std::string::npos) << msg;
+    }
     EXPECT_FALSE(msg.empty()) << backend;
   }
+}
+
+TEST(ProcessGroup, RecreatedOnTheSameStoreMeetsAgain) {
+  auto store = std::make_shared<HashStore>();
+  for (int round = 0; round < 3; ++round) {
+    RunRanks(2, [&](int r) {
+      ProcessGroupOptions o;
+      o.backend = "shm";
+      o.timeout = 10s;
+      auto pg = NewProcessGroup(store, r, 2, o);
+      int64_t v = r + round;
+      pg->allreduce(&v, 1, DType::kInt64, ReduceOp::kSum);
+      EXPECT_EQ(v, 1 + 2 * round);
+    });
+  }
+}
+
+// A late rank draws a warning naming it, then the op completes.
+TEST(ShmProcessGroup, StallWarningNamesLateRank) {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  auto old = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  auto groups_late = MakeGroupsWithStall(3, 100ms);
+  RunRanks(3, [&](int r) {
+    if (r == 2) std::this_thread::sleep_for(600ms);
+    float v = 1;
+    groups_late[r]->allreduce(&v, 1, DType::kFloat32, ReduceOp::kSum);
+    EXPECT_EQ(v, 3.0f);
+  });
+  spdlog::set_default_logger(old);
+  EXPECT_NE(captured.str().find("still waiting for ranks [2]"), std::string::npos) << captured.str();
 }
 
 TEST(ProcessGroup, RejectsBadArguments) {

@@ -47,7 +47,9 @@ struct ProcessGroupOptions {
   // every rank is on this host, else the hostname.
   std::string gloo_interface;
   std::string gloo_hostname;
-  // Key prefix in the store, so several groups can share one store.
+  // Key prefix in the store, so several groups can share one store. Ranks
+  // that create several groups under one name must create them in the same
+  // order (the k-th of each rank meet).
   std::string name = "pg";
 };
 
