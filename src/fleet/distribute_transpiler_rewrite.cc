@@ -1,0 +1,172 @@
+// The trainer-side rewrite of DistributeTranspiler: drop the optimizer ops,
+// redirect server-table lookups, add the ps_* ops.
+#include <algorithm>
+#include <set>
+
+#include "fleet/ps/table_spec.h"
+#include "flotilla/fleet/distribute_transpiler.h"
+
+namespace flotilla::fleet {
+
+namespace {
+
+using Strings = std::vector<std::string>;
+
+bool IsLookupGrad(const OpDesc& op) {
+  return op.type == "lookup_table_grad" || op.type == "lookup_table_v2_grad";
+}
+
+const PsTableInfo* FindTable(const std::vector<PsTableInfo>& tables, const std::string& name) {
+  for (const auto& t : tables) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+OpDesc DistributedLookup(const OpDesc& op, const PsTableInfo& t) {
+  return OpDesc("distributed_lookup_table")
+      .In("Ids", op.Inputs("Ids"))
+      .Out("Out", op.Outputs("Out"))
+      .Set("table_name", t.name)
+      .Set("dim", RowWidth(t.dims))
+      .Set("padding_idx", op.AttrOr<int64_t>("padding_idx", -1))
+      .Set("v2", op.type == "lookup_table_v2")
+      .Set(kOpRoleAttr, op.Role());
+}
+
+OpDesc DistributedLookupGrad(const OpDesc& op, const PsTableInfo& t) {
+  return OpDesc("distributed_lookup_table_grad")
+      .In("Ids", op.Inputs("Ids"))
+      .In("Out@GRAD", op.Inputs("Out@GRAD"))
+      .Out("W@GRAD", op.Outputs("W@GRAD"))
+      .Set("dim", RowWidth(t.dims))
+      .Set("height", t.dims.at(0))
+      .Set("padding_idx", op.AttrOr<int64_t>("padding_idx", -1))
+      .Set(kOpRoleAttr, op.Role());
+}
+
+// Replaces lookups (and their gradients) of server tables in `b`; removes
+// the variables of is_distributed tables, which trainers never hold.
+void RedirectLookups(Block& b, const std::vector<PsTableInfo>& tables) {
+  for (size_t i = 0; i < b.op_size(); ++i) {
+    OpDesc& op = b.op(i);
+    if (!IsLookup(op) && !IsLookupGrad(op)) continue;
+    const PsTableInfo* t = FindTable(tables, op.Input("W"));
+    if (t == nullptr || !t->sparse) continue;
+    if (IsLookup(op)) {
+      op = DistributedLookup(op, *t);
+    } else {
+      op = DistributedLookupGrad(op, *t);
+      for (const auto& g : op.Outputs("W@GRAD")) b.Var(g).type = VarType::kSelectedRows;
+    }
+  }
+  for (const auto& t : tables) {
+    if (t.distributed && b.HasVar(t.name)) b.RemoveVar(t.name);
+  }
+}
+
+struct Parts {
+  Strings dense, dense_grads, sparse, sparse_grads, sparse_lrs, seed_sparse;
+  std::vector<int64_t> widths;
+};
+
+Parts Split(const Block& b, const std::vector<PsTableInfo>& tables) {
+  Parts p;
+  for (const auto& t : tables) {
+    if (!t.sparse) {
+      p.dense.push_back(t.name);
+      p.dense_grads.push_back(t.grad);
+      p.widths.push_back(RowWidth(t.dims));
+      continue;
+    }
+    p.sparse.push_back(t.name);
+    p.sparse_grads.push_back(t.grad);
+    if (!t.distributed) p.seed_sparse.push_back(t.name);
+  }
+  // The learning rates GEO's local sparse SGD reads.
+  for (const auto& op : b.ops()) {
+    if ((op->Role() & kOpRoleOptimize) == 0 || !op->HasAttr(kOpRoleVarAttr)) continue;
+    auto pg = op->Attr<Strings>(kOpRoleVarAttr);
+    const PsTableInfo* t = FindTable(tables, pg.at(0));
+    if (t != nullptr && t->sparse) p.sparse_lrs.push_back(op->Input("LearningRate"));
+  }
+  return p;
+}
+
+void RemoveOptimizerOps(Block& b, const std::vector<PsTableInfo>& tables, bool geo) {
+  for (size_t i = b.op_size(); i-- > 0;) {
+    const OpDesc& op = b.op(i);
+    if ((op.Role() & kOpRoleOptimize) == 0) continue;
+    const PsTableInfo* t =
+        op.HasAttr(kOpRoleVarAttr) ? FindTable(tables, op.Attr<Strings>(kOpRoleVarAttr).at(0)) : nullptr;
+    if (geo && t != nullptr && !t->sparse) {
+      FLOTILLA_CHECK(op.type == "sgd", Unimplemented, "DistributeTranspiler: GEO mode runs SGD only, "
+                     "parameter '", t->name, "' uses ", op.type);
+      continue;  // trainers optimise dense parameters locally
+    }
+    b.RemoveOp(i);
+  }
+}
+
+OpDesc WithDense(OpDesc op, const Parts& p) {
+  return op.Set("dense_names", p.dense).Set("dense_row_widths", p.widths).Set(kOpRoleAttr, int32_t(kOpRoleRPC));
+}
+
+}  // namespace
+
+void DistributeTranspiler::RewriteTrainer(Program& main) const {
+  Block& b = main.global_block();
+  bool geo = config_.mode == "geo";
+  Parts p = Split(b, tables_);
+  RemoveOptimizerOps(b, tables_, geo);
+  RedirectLookups(b, tables_);
+  b.InsertOp(0, WithDense(OpDesc("ps_trainer_init"), p)
+                    .Set("endpoints", endpoints_)
+                    .Set("trainer_id", static_cast<int32_t>(trainer_id_))
+                    .Set("trainers", static_cast<int32_t>(trainers_))
+                    .Set("mode", config_.mode)
+                    .Set("sparse_names", p.sparse)
+                    .Set("seed_sparse_names", p.seed_sparse)
+                    .Set("k_steps", static_cast<int32_t>(config_.geo_k_steps))
+                    .Set("send_queue_size", static_cast<int32_t>(config_.send_queue_size))
+                    .Set("max_merge_var_num", static_cast<int32_t>(config_.max_merge_var_num))
+                    .Set("independent_recv_thread", config_.independent_recv_thread)
+                    .Set("seed_servers", config_.seed_servers)
+                    .Set("rpc_timeout_ms", config_.rpc_timeout_ms)
+                    .Set("min_block_size", config_.min_block_size)
+                    .Set("token", config_.token));
+  b.AppendOp(WithDense(OpDesc("ps_send"), p)
+                 .In("Grad", geo ? Strings{} : p.dense_grads)
+                 .In("SparseGrad", p.sparse_grads)
+                 .In("SparseLearningRate", geo ? p.sparse_lrs : Strings{})
+                 .Set("sparse_names", p.sparse));
+  if (config_.mode == "sync") b.AppendOp(OpDesc("ps_barrier").Set(kOpRoleAttr, int32_t(kOpRoleRPC)));
+  if (geo) {
+    b.AppendOp(OpDesc("ps_geo_step").Set(kOpRoleAttr, int32_t(kOpRoleRPC)));
+  } else {
+    b.AppendOp(WithDense(OpDesc("ps_recv"), p).Out("Out", p.dense));
+  }
+  main.BumpVersion();
+}
+
+void DistributeTranspiler::RewriteStartup(Program& startup) const {
+  Block& b = startup.global_block();
+  for (const auto& t : tables_) {
+    if (!t.distributed) continue;
+    for (size_t i = b.op_size(); i-- > 0;) {
+      auto outs = b.op(i).OutputArgumentNames();
+      if (std::find(outs.begin(), outs.end(), t.name) != outs.end()) b.RemoveOp(i);
+    }
+    if (b.HasVar(t.name)) b.RemoveVar(t.name);
+  }
+  startup.BumpVersion();
+}
+
+Program DistributeTranspiler::get_test_program(const Program& test_program) const {
+  Program copy = test_program.Clone();
+  RedirectLookups(copy.global_block(), tables_);
+  copy.BumpVersion();
+  return copy;
+}
+
+}  // namespace flotilla::fleet

@@ -1,0 +1,34 @@
+// The ops that bridge the framework and the parameter servers. The
+// DistributeTranspiler inserts them; they find the trainer's PsClient and
+// communicators in the process-wide ps::TrainerRuntime.
+//
+//   ps_trainer_init   first run only: connects (PsClient + the mode's
+//                     communicator), trainer 0 seeds the servers with its
+//                     initial values, every trainer pulls them after a
+//                     barrier; registers Executor::close() → finish
+//   ps_send           pushes the gradients Grad (dense) and SparseGrad
+//                     (SelectedRows): sync adds them to the step's round,
+//                     async queues them on the communicator, GEO applies
+//                     sparse SGD to the locally cached rows
+//   ps_barrier        sync: waits until the servers applied the step
+//   ps_recv           pulls the dense parameters Out (sync: from the
+//                     servers; async: the communicator's latest values)
+//   ps_geo_step       GEO: counts a local step; every k_steps pushes deltas
+//   distributed_lookup_table(_grad)  rows of a server table for Ids; the
+//                     gradient is a SelectedRows over Ids
+//   listen_and_serv   runs a PsServer with the tables in attribute "tables"
+//                     until every trainer has finished
+#pragma once
+
+namespace flotilla::fleet {
+
+// Registers the ops above (and every framework op). Idempotent, thread-safe.
+void RegisterPsOps();
+
+namespace internal {
+void RegisterPsTrainerOps();
+void RegisterPsLookupOps();
+void RegisterPsServerOps();
+}  // namespace internal
+
+}  // namespace flotilla::fleet
