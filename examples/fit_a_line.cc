@@ -17,6 +17,7 @@
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/io/data_feeder.h"
 #include "flotilla/io/datasets/uci_housing.h"
+#include "flotilla/io/evaluate.h"
 #include "flotilla/io/inference_model.h"
 #include "flotilla/io/reader.h"
 
@@ -31,20 +32,6 @@ struct Flags {
   std::string model_dir;
   uint64_t seed = 1;
 };
-
-// Mean of the loss over one pass of `reader`, weighted by batch size.
-double Evaluate(Executor& exe, const Program& program, const io::DataFeeder& feeder,
-                const io::BatchReader& reader, const Variable& loss) {
-  double sum = 0;
-  int64_t count = 0;
-  auto next = reader();
-  while (auto batch = next()) {
-    auto out = exe.run(program, feeder.Feed(*batch), {loss.name()});
-    sum += out[0].data<float>()[0] * static_cast<double>(batch->size());
-    count += static_cast<int64_t>(batch->size());
-  }
-  return count == 0 ? 0 : sum / static_cast<double>(count);
-}
 
 int Run(const Flags& flags) {
   RegisterAllOps();
@@ -77,7 +64,7 @@ int Run(const Flags& flags) {
     }
     if ((epoch + 1) % 10 == 0 || epoch + 1 == flags.epochs) {
       std::cout << "epoch " << epoch + 1 << " train_mse "
-                << Evaluate(exe, test_program, feeder, train_eval, loss) << std::endl;
+                << io::EvaluateMean(exe, test_program, feeder, train_eval, loss.name()) << std::endl;
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -85,8 +72,8 @@ int Run(const Flags& flags) {
     io::SaveInferenceModel(flags.model_dir, {"x"}, {y_predict.name()}, exe, main, global_scope());
     std::cout << "saved inference model to " << flags.model_dir << std::endl;
   }
-  nlohmann::json result = {{"test_mse", Evaluate(exe, test_program, feeder, test, loss)},
-                           {"train_mse", Evaluate(exe, test_program, feeder, train_eval, loss)},
+  nlohmann::json result = {{"test_mse", io::EvaluateMean(exe, test_program, feeder, test, loss.name())},
+                           {"train_mse", io::EvaluateMean(exe, test_program, feeder, train_eval, loss.name())},
                            {"epochs", flags.epochs},
                            {"samples_per_sec", secs > 0 ? samples / secs : 0.0}};
   std::cout << result.dump() << std::endl;

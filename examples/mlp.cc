@@ -17,6 +17,7 @@
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/io/data_feeder.h"
 #include "flotilla/io/datasets/synthetic.h"
+#include "flotilla/io/evaluate.h"
 #include "flotilla/io/inference_model.h"
 #include "flotilla/io/reader.h"
 
@@ -48,19 +49,6 @@ Model BuildMlp(int hidden) {
   m.loss = layers::mean(layers::cross_entropy(m.prediction, m.y));
   m.accuracy = layers::accuracy(m.prediction, m.y);
   return m;
-}
-
-double TestAccuracy(Executor& exe, const Program& test_program, const io::DataFeeder& feeder,
-                    const io::BatchReader& reader, const Model& m) {
-  double correct = 0;
-  int64_t count = 0;
-  auto next = reader();
-  while (auto batch = next()) {
-    auto out = exe.run(test_program, feeder.Feed(*batch), {m.accuracy.name()});
-    correct += out[0].data<float>()[0] * static_cast<double>(batch->size());
-    count += static_cast<int64_t>(batch->size());
-  }
-  return count == 0 ? 0 : correct / static_cast<double>(count);
 }
 
 int Run(const Flags& flags) {
@@ -100,7 +88,7 @@ int Run(const Flags& flags) {
     std::cout << "saved inference model to " << flags.model_dir << std::endl;
   }
   nlohmann::json result = {{"loss", loss},
-                           {"accuracy", TestAccuracy(exe, test_program, feeder, test, m)},
+                           {"accuracy", io::EvaluateMean(exe, test_program, feeder, test, m.accuracy.name())},
                            {"steps", step},
                            {"steps_per_sec", secs > 0 ? step / secs : 0.0}};
   std::cout << result.dump() << std::endl;
