@@ -127,7 +127,8 @@ std::unique_ptr<ProcessGroup> NewProcessGroup(std::shared_ptr<Store> store, int 
   }
   std::vector<std::unique_ptr<Backend>> backends;
   for (int c = 0; c < options.comm_num; ++c) backends.push_back(MakeBackend(g, kind, c));
-  return std::make_unique<ProcessGroup>(rank, size, std::move(options), std::move(backends));
+  return std::make_unique<ProcessGroup>(rank, size, std::move(options), std::move(backends),
+                                        pstore);
 }
 
 }  // namespace flotilla::comm

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/stall_monitor.h"
 #include "flotilla/common/enforce.h"
 
 namespace flotilla::comm {
@@ -17,6 +18,7 @@ struct ProcessGroup::Communicator {
   using Task = std::pair<std::function<void(Backend&)>, std::shared_ptr<Work>>;
 
   std::unique_ptr<Backend> backend;
+  OpProgress progress;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Task> queue;  // guarded by mu
@@ -34,11 +36,13 @@ struct ProcessGroup::Communicator {
       busy = true;
       lock.unlock();
       std::exception_ptr error;
+      progress.Start();
       try {
         task.first(*backend);
       } catch (...) {
         error = std::current_exception();
       }
+      progress.Finish();
       task.second->Finish(error);
       lock.lock();
       busy = false;
@@ -48,17 +52,26 @@ struct ProcessGroup::Communicator {
 };
 
 ProcessGroup::ProcessGroup(int rank, int size, ProcessGroupOptions options,
-                           std::vector<std::unique_ptr<Backend>> backends)
+                           std::vector<std::unique_ptr<Backend>> backends,
+                           std::shared_ptr<Store> store)
     : rank_(rank), size_(size), options_(std::move(options)) {
   FLOTILLA_ENFORCE(!backends.empty(), "ProcessGroup needs at least one backend");
   backend_ = backends[0]->name();
+  std::vector<OpProgress*> progress;
   for (auto& b : backends) {
     comms_.push_back(std::make_unique<Communicator>());
     comms_.back()->backend = std::move(b);
+    progress.push_back(&comms_.back()->progress);
+  }
+  // shm names late ranks itself, precisely and without the store.
+  if (store && size > 1 && backend_ != "shm") {
+    monitor_ = std::make_unique<StallMonitor>(std::move(store), rank, size,
+                                              options_.stall_warning_after, progress);
   }
 }
 
 ProcessGroup::~ProcessGroup() {
+  monitor_.reset();
   for (auto& c : comms_) {
     {
       std::lock_guard<std::mutex> lock(c->mu);
@@ -106,12 +119,15 @@ void ProcessGroup::RunBlocking(int comm, const Fn& fn) {
     c.busy = false;
     if (c.worker.joinable()) c.cv.notify_all();
   };
+  c.progress.Start();
   try {
     fn(*c.backend);
   } catch (...) {
+    c.progress.Finish();
     release();
     throw;
   }
+  c.progress.Finish();
   release();
 }
 

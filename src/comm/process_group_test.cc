@@ -54,12 +54,13 @@ std::vector<std::unique_ptr<ProcessGroup>> MakeGroups(int n, const std::string& 
 }
 
 std::vector<std::unique_ptr<ProcessGroup>> MakeGroupsWithStall(int n,
-                                                               std::chrono::milliseconds stall) {
+                                                               std::chrono::milliseconds stall,
+                                                               const std::string& backend) {
   auto store = std::make_shared<HashStore>();
   std::vector<std::unique_ptr<ProcessGroup>> groups(n);
   RunRanks(n, [&](int r) {
     ProcessGroupOptions o;
-    o.backend = "shm";
+    o.backend = backend;
     o.timeout = 30s;
     o.stall_warning_after = stall;
     groups[r] = NewProcessGroup(store, r, n, o);
@@ -325,12 +326,12 @@ TEST(ProcessGroup, RecreatedOnTheSameStoreMeetsAgain) {
 }
 
 // A late rank draws a warning naming it, then the op completes.
-TEST(ShmProcessGroup, StallWarningNamesLateRank) {
+void StallWarningNamesLateRank(const std::string& backend, const std::string& expected) {
   std::ostringstream captured;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
   auto old = spdlog::default_logger();
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
-  auto groups_late = MakeGroupsWithStall(3, 100ms);
+  auto groups_late = MakeGroupsWithStall(3, 100ms, backend);
   RunRanks(3, [&](int r) {
     if (r == 2) std::this_thread::sleep_for(600ms);
     float v = 1;
@@ -338,7 +339,14 @@ TEST(ShmProcessGroup, StallWarningNamesLateRank) {
     EXPECT_EQ(v, 3.0f);
   });
   spdlog::set_default_logger(old);
-  EXPECT_NE(captured.str().find("still waiting for ranks [2]"), std::string::npos) << captured.str();
+  EXPECT_NE(captured.str().find(expected), std::string::npos) << backend << ": " << captured.str();
+}
+
+TEST(ShmProcessGroup, StallWarningNamesLateRank) {
+  StallWarningNamesLateRank("shm", "still waiting for ranks [2]");
+}
+TEST(GlooProcessGroup, StallWarningNamesLateRank) {
+  StallWarningNamesLateRank("gloo", "ranks not yet in it: [2]");
 }
 
 TEST(ProcessGroup, RejectsBadArguments) {

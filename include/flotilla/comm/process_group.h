@@ -62,8 +62,11 @@ struct ProcessGroupStats {
 class ProcessGroup {
  public:
   // Use NewProcessGroup.
+  // `store` (the group's own key space) lets a stall monitor name the ranks
+  // missing from a pending op; without it only backends warn.
   ProcessGroup(int rank, int size, ProcessGroupOptions options,
-               std::vector<std::unique_ptr<Backend>> backends);
+               std::vector<std::unique_ptr<Backend>> backends,
+               std::shared_ptr<Store> store = nullptr);
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
@@ -109,6 +112,7 @@ class ProcessGroup {
 
  private:
   struct Communicator;
+  class StallMonitor;
   Communicator& Comm(int comm);
   // Runs fn on the caller's thread once `comm`'s queue is drained.
   template <typename Fn>
@@ -119,6 +123,7 @@ class ProcessGroup {
   ProcessGroupOptions options_;
   std::string backend_;
   std::vector<std::unique_ptr<Communicator>> comms_;
+  std::unique_ptr<StallMonitor> monitor_;  // declared after comms_: stops first
   std::atomic<int64_t> allreduce_calls_{0};
   std::atomic<int64_t> broadcast_calls_{0};
   std::atomic<int64_t> allreduce_bytes_{0};
