@@ -25,8 +25,9 @@ class ElasticRendezvousTest : public ::testing::Test {
     if (!etcd_) GTEST_SKIP() << elastic_test::kEtcdBinary << " is not installed";
   }
 
-  std::unique_ptr<Rendezvous> Node(const std::string& host, const std::string& np) {
+  std::unique_ptr<Rendezvous> Node(const std::string& host, const std::string& np, int ttl = 2) {
     LaunchOptions o;
+    o.elastic_ttl = std::chrono::seconds(ttl);
     o.elastic_server = "etcd://" + etcd_->endpoint();
     o.job_id = "rdzv";
     o.np = np;
@@ -65,7 +66,6 @@ class ElasticRendezvousTest : public ::testing::Test {
 };
 
 TEST_F(ElasticRendezvousTest, WorldsFollowLossesAndJoins) {
-  ::setenv("FLOTILLA_ELASTIC_TTL", "2", 1);
   auto a = Node("127.0.0.1", "1:2");
   auto b = Node("127.0.0.2", "1:2");
   auto joined_b = std::async(std::launch::async, [&] { return b->Join(Planner()); });
@@ -110,7 +110,6 @@ TEST_F(ElasticRendezvousTest, WorldsFollowLossesAndJoins) {
   EXPECT_FALSE(wa.channel->Restart(0));
   wa.channel->Finish();
   EXPECT_EQ(JobKeys(), 0u);
-  ::unsetenv("FLOTILLA_ELASTIC_TTL");
 }
 
 TEST_F(ElasticRendezvousTest, ForceClearsAStaleJob) {
@@ -138,14 +137,12 @@ TEST_F(ElasticRendezvousTest, ForceClearsAStaleJob) {
 }
 
 TEST_F(ElasticRendezvousTest, ARealFailureIsNotARestart) {
-  ::setenv("FLOTILLA_ELASTIC_TTL", "1", 1);
-  auto a = Node("127.0.0.1", "1");
+  auto a = Node("127.0.0.1", "1", /*ttl=*/1);
   World w = a->Join(Planner());
   const auto start = Clock::now();
   EXPECT_FALSE(w.channel->Restart(3));  // no node was lost: the failure is final
   EXPECT_GE(Clock::now() - start, milliseconds(1000));
   w.channel->Finish();
-  ::unsetenv("FLOTILLA_ELASTIC_TTL");
 }
 
 TEST_F(ElasticRendezvousTest, TooFewNodesTimesOutNamingThePresent) {

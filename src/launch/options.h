@@ -38,12 +38,14 @@ struct LaunchOptions {
   int worker_num = 0;
   int heter_worker_num = 0;
   int http_port = 0;
-  // Elastic (not supported yet; parsed so the error can say so).
+  // Elastic (--elastic_server; docs/elastic.md).
   std::string elastic_server;
   std::string job_id;
   std::string np;
   bool scale = false;
   bool force = false;
+  std::chrono::seconds elastic_ttl{3};                // a node's lease in etcd
+  std::chrono::milliseconds elastic_timeout{10000};   // the first world waits this long for MAX
   // Supervision.
   std::chrono::milliseconds grace_period{5000};
   std::chrono::milliseconds poll_interval{50};

@@ -14,6 +14,8 @@ struct Durations {
   double grace_period = 5.0;
   double rendezvous_timeout = 120.0;
   double node_timeout = 10.0;
+  double elastic_timeout = 10.0;
+  int elastic_ttl = 3;
 };
 Durations g_durations;
 
@@ -96,9 +98,14 @@ void AddElasticOptions(CLI::App& c, launch::LaunchOptions& o) {
       ->envname("PADDLE_ELASTIC_SERVER")->group(g);
   c.add_option("--job_id", o.job_id, "unique job id")->envname("PADDLE_JOB_ID")->group(g);
   c.add_option("--np", o.np, "nodes: N (fault tolerant: wait for a replacement) or MIN:MAX "
-               "(elastic); lease TTL FLOTILLA_ELASTIC_TTL (3 s), wait for MAX "
-               "FLOTILLA_ELASTIC_TIMEOUT (10 s)")
+               "(elastic)")
       ->envname("PADDLE_ELASTIC_NP")->group(g);
+  c.add_option("--elastic_ttl", g_durations.elastic_ttl, "seconds of a node's lease: a lost node "
+               "is noticed this long after its launcher died")
+      ->envname("FLOTILLA_ELASTIC_TTL")->capture_default_str()->check(CLI::PositiveNumber)->group(g);
+  c.add_option("--elastic_timeout", g_durations.elastic_timeout, "seconds the first world waits "
+               "for MAX nodes once MIN are there")
+      ->envname("FLOTILLA_ELASTIC_TIMEOUT")->capture_default_str()->group(g);
   c.add_flag("--scale", o.scale, "scale the job (not supported yet: start or stop launchers instead)")->envname("PADDLE_ELASTIC_SCALE")->group(g);
   c.add_flag("--force", o.force, "clear a stale job's keys in etcd before joining")->envname("PADDLE_ELASTIC_FORCE")->group(g);
 }
@@ -130,6 +137,9 @@ void FinishLaunchOptions(CLI::App& c, bool ps_only, launch::LaunchOptions& o) {
   o.rendezvous_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(g_durations.rendezvous_timeout * 1000));
   o.node_timeout = std::chrono::milliseconds(static_cast<int64_t>(g_durations.node_timeout * 1000));
+  o.elastic_ttl = std::chrono::seconds(g_durations.elastic_ttl);
+  o.elastic_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(g_durations.elastic_timeout * 1000));
   if (o.job_id.empty()) o.job_id = env::GetOr("PADDLE_ELASTIC_JOB_ID", "");
   if (ps_only && o.run_mode.empty()) o.run_mode = "ps";
 }

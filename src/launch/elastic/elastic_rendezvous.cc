@@ -5,7 +5,6 @@
 
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/enforce.h"
-#include "flotilla/common/env.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
 #include "launch/elastic/elastic_channel.h"
@@ -242,9 +241,9 @@ ElasticOptions ElasticOptionsFrom(const LaunchOptions& o) {
   e.max_nodes = np.max;
   e.host = o.host.empty() ? DefaultHost() : ResolveIpv4(o.host, "--host");
   e.force = o.force;
-  e.ttl = std::chrono::seconds(env::GetInt("FLOTILLA_ELASTIC_TTL", 3));
-  FLOTILLA_ENFORCE(e.ttl.count() >= 1, "FLOTILLA_ELASTIC_TTL must be at least 1 second");
-  e.elastic_timeout = std::chrono::seconds(env::GetInt("FLOTILLA_ELASTIC_TIMEOUT", 10));
+  e.ttl = o.elastic_ttl;
+  FLOTILLA_ENFORCE(e.ttl.count() >= 1, "--elastic_ttl must be at least 1 second, not ", e.ttl.count());
+  e.elastic_timeout = o.elastic_timeout;
   e.rendezvous_timeout = o.rendezvous_timeout;
   return e;
 }

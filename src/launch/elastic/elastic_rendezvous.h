@@ -34,14 +34,13 @@ struct ElasticOptions {
   int max_nodes = 1;
   std::string host;            // this node's address
   bool force = false;          // clear the job's keys first
-  std::chrono::seconds ttl{3};                        // FLOTILLA_ELASTIC_TTL
-  std::chrono::milliseconds elastic_timeout{10000};   // FLOTILLA_ELASTIC_TIMEOUT: wait for MAX
+  std::chrono::seconds ttl{3};                        // --elastic_ttl
+  std::chrono::milliseconds elastic_timeout{10000};   // --elastic_timeout: wait for MAX
   std::chrono::milliseconds rendezvous_timeout{120000};
 };
 
-// From the launcher's options and the environment (FLOTILLA_ELASTIC_TTL,
-// FLOTILLA_ELASTIC_TIMEOUT, seconds). Throws InvalidArgument naming the
-// option at fault (no --job_id, bad --np, parameter-server options).
+// From the launcher's options. Throws InvalidArgument naming the option at
+// fault (no --job_id, bad --np, parameter-server options).
 ElasticOptions ElasticOptionsFrom(const LaunchOptions& options);
 
 std::unique_ptr<Rendezvous> MakeElasticRendezvous(const LaunchOptions& options);
