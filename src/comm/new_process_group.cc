@@ -42,6 +42,8 @@ struct GroupContext {
                                                        : options.gloo_interface;
     std::string host = options.gloo_hostname.empty() ? EnvOr("FLOTILLA_GLOO_HOSTNAME", "")
                                                      : options.gloo_hostname;
+    // The launcher exports this process's host address as POD_IP.
+    if (iface.empty() && host.empty()) host = EnvOr("POD_IP", "");
     if (iface.empty() && host.empty()) {
       bool one_host = true;
       for (const auto& p : peers) one_host &= p.host_id == peers[rank].host_id;

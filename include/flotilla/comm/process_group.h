@@ -43,8 +43,9 @@ struct ProcessGroupOptions {
   // Independent communicators (each a Backend and a thread).
   int comm_num = 1;
   // Where gloo listens: a network interface name, or a hostname/address.
-  // Empty: FLOTILLA_GLOO_IFNAME / FLOTILLA_GLOO_HOSTNAME, else 127.0.0.1 when
-  // every rank is on this host, else the hostname.
+  // Empty: FLOTILLA_GLOO_IFNAME / FLOTILLA_GLOO_HOSTNAME, else POD_IP (set by
+  // the launcher), else 127.0.0.1 when every rank is on this host, else the
+  // hostname.
   std::string gloo_interface;
   std::string gloo_hostname;
   // Key prefix in the store, so several groups can share one store. Ranks
