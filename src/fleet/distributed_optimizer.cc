@@ -18,6 +18,10 @@ optimizer::MinimizeResult DistributedOptimizer::minimize(const Variable& loss, P
   Program& main = *loss.block()->program();
   fleet_.main_ = &main;
   fleet_.startup_ = &start;
+  if (fleet_.ps_mode()) {  // parameter servers: transpile instead of all-reduce
+    fleet_.TranspilePs(main, start, strategy_);
+    return result;
+  }
   if (fleet_.group_ == nullptr) return result;  // one worker: nothing to synchronise
   int ring = fleet_.TrainingRing(strategy_);
   CollectivePassResult pass = ApplyCollectivePass(main, start, result.params_grads, strategy_, ring);

@@ -34,6 +34,10 @@ void Fleet::SaveOnFirstWorker(const char* what, const std::function<void()>& sav
 void Fleet::save_persistables(const Executor& exe, const std::string& dir, const Program* main,
                               const Scope* scope) {
   CheckInit("save_persistables");
+  if (ps_mode()) {  // the servers hold the parameters: they save their tables
+    if (is_first_worker()) SavePsTables(dir);
+    return;
+  }
   const Program& program = main != nullptr ? *main : main_program();
   const Scope& s = scope != nullptr ? *scope : global_scope();
   SaveOnFirstWorker("save_persistables", [&] { io::SavePersistables(exe, dir, program, s); });

@@ -26,6 +26,7 @@
 #include "flotilla/api/optimizer.h"
 #include "flotilla/comm/process_group.h"
 #include "flotilla/comm/store.h"
+#include "flotilla/fleet/distribute_transpiler.h"
 #include "flotilla/fleet/distributed_strategy.h"
 #include "flotilla/fleet/role_maker.h"
 #include "flotilla/framework/executor.h"
@@ -117,6 +118,33 @@ class Fleet {
                             const std::vector<std::string>& fetch_names,
                             const Program* main = nullptr, const Scope* scope = nullptr);
 
+  // ---- parameter-server jobs (a non-collective role, seeds 003/004) ----
+  // In such a job distributed_optimizer(...).minimize() transpiles the
+  // programs with DistributeTranspiler: strategy.a_sync false → sync;
+  // a_sync true → async (a_sync_configs: max_merge_var_num,
+  // send_queue_size, independent_recv_thread); a_sync with
+  // a_sync_configs.k_steps > 0 → GEO. main_program() (the loss's program,
+  // rewritten in place) is then the trainer program.
+  //
+  // Servers: prepare the pserver program; with model_dir, its tables are
+  // loaded from there (what save_persistables wrote). Throws InvalidArgument
+  // on a worker or before minimize().
+  void init_server(const std::string& model_dir = "");
+  // Serves until every worker has called stop_worker() (or closed its
+  // executor). Blocking.
+  void run_server();
+  // Workers: connects to the servers now (default: at the first run of the
+  // trainer program). Worker 0 seeds the servers with its initial values
+  // unless servers_loaded (the servers ran init_server(model_dir)): then
+  // every worker starts from the servers' values. Blocks until every worker
+  // has arrived. Call after running the startup program.
+  void init_worker(bool servers_loaded = false);
+  // Flushes what is queued, tells the servers this worker is done. Idempotent.
+  void stop_worker();
+  // The transpiler of a parameter-server job (nullptr otherwise), e.g. for
+  // get_test_program().
+  const DistributeTranspiler* ps_transpiler() const;
+
   // The workers' default group (nullptr in a one-worker job without store).
   std::shared_ptr<comm::ProcessGroup> process_group() const { return group_; }
   // The group the last minimize() all-reduces on (for its statistics).
@@ -128,7 +156,12 @@ class Fleet {
   // more communicators or the hierarchical backend.
   int TrainingRing(const DistributedStrategy& strategy);
   void CheckInit(const char* what) const;
+  bool ps_mode() const { return role_ != nullptr && !role_->is_collective; }
+  void TranspilePs(Program& main, Program& startup, const DistributedStrategy& strategy);
+  struct PsJob;
+  std::shared_ptr<PsJob> ps_;
   void SaveOnFirstWorker(const char* what, const std::function<void()>& save);
+  void SavePsTables(const std::string& dir);
 
   std::unique_ptr<RoleInfo> role_;
   FleetOptions options_;
@@ -162,6 +195,12 @@ void save_inference_model(const Executor& exe, const std::string& dir,
                           const std::vector<std::string>& feed_names,
                           const std::vector<std::string>& fetch_names, const Program* main = nullptr,
                           const Scope* scope = nullptr);
+// Parameter-server jobs (see Fleet::init_server ...).
+void init_server(const std::string& model_dir = "");
+void run_server();
+void init_worker(bool servers_loaded = false);
+void stop_worker();
+
 // Loads what save_persistables wrote into `scope` (default global_scope()),
 // in any process — distributed or not.
 void load_persistables(const Executor& exe, const std::string& dir, const Program& main,

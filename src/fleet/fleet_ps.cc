@@ -1,0 +1,107 @@
+// The Fleet parameter-server API (seeds 003, 004) on top of the
+// DistributeTranspiler: minimize() transpiles, servers run the pserver
+// program, workers the rewritten main program.
+#include <memory>
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/logging.h"
+#include "flotilla/common/strings.h"
+#include "flotilla/fleet/fleet.h"
+#include "flotilla/ps/trainer_runtime.h"
+
+namespace flotilla::fleet {
+
+struct Fleet::PsJob {
+  std::unique_ptr<DistributeTranspiler> transpiler;
+  Program pserver_program;
+  Program pserver_startup;
+  bool server_ready = false;
+};
+
+namespace {
+
+DistributeTranspilerConfig ConfigFor(const DistributedStrategy& strategy) {
+  DistributeTranspilerConfig c;
+  const auto& a = strategy.a_sync_configs();
+  if (!strategy.a_sync()) {
+    c.mode = "sync";
+  } else if (a.k_steps() > 0) {
+    c.mode = "geo";
+    c.geo_k_steps = a.k_steps();
+  } else {
+    c.mode = "async";
+  }
+  c.max_merge_var_num = a.max_merge_var_num();
+  c.send_queue_size = a.send_queue_size();
+  c.independent_recv_thread = a.independent_recv_thread();
+  return c;
+}
+
+}  // namespace
+
+void Fleet::TranspilePs(Program& main, Program& startup, const DistributedStrategy& strategy) {
+  ps_ = std::make_shared<PsJob>();
+  ps_->transpiler = std::make_unique<DistributeTranspiler>(ConfigFor(strategy));
+  int trainer_id = role_->role == Role::kWorker ? role_->worker_index : 0;
+  ps_->transpiler->transpile(trainer_id, Join(role_->server_endpoints, ","), role_->worker_num,
+                             ps_->transpiler->config().mode == "sync", &main, &startup);
+  log::Info("fleet: {} parameter-server job, {} table(s) on {} server(s)",
+            ps_->transpiler->config().mode, ps_->transpiler->tables().size(),
+            role_->server_endpoints.size());
+}
+
+const DistributeTranspiler* Fleet::ps_transpiler() const {
+  return ps_ != nullptr ? ps_->transpiler.get() : nullptr;
+}
+
+void Fleet::init_server(const std::string& model_dir) {
+  CheckInit("init_server");
+  FLOTILLA_CHECK(is_server(), InvalidArgument, "fleet::init_server called on a worker");
+  FLOTILLA_CHECK(ps_ != nullptr, InvalidArgument,
+                 "fleet::init_server before distributed_optimizer(...).minimize()");
+  const std::string& ep = role_->current_endpoint;
+  ps_->pserver_program = ps_->transpiler->get_pserver_program(ep, model_dir);
+  ps_->pserver_startup = ps_->transpiler->get_startup_program(ep, ps_->pserver_program);
+  ps_->server_ready = true;
+}
+
+void Fleet::run_server() {
+  CheckInit("run_server");
+  FLOTILLA_CHECK(ps_ != nullptr && ps_->server_ready, InvalidArgument,
+                 "fleet::run_server before fleet::init_server");
+  Executor exe(CPUPlace());
+  exe.run(ps_->pserver_startup);
+  exe.run(ps_->pserver_program);
+}
+
+void Fleet::init_worker(bool servers_loaded) {
+  CheckInit("init_worker");
+  FLOTILLA_CHECK(is_worker(), InvalidArgument, "fleet::init_worker called on a server");
+  FLOTILLA_CHECK(ps_ != nullptr, InvalidArgument,
+                 "fleet::init_worker before distributed_optimizer(...).minimize()");
+  OpDesc& init = main_->global_block().op(0);
+  FLOTILLA_CHECK(init.type == "ps_trainer_init", Internal, "fleet::init_worker: the trainer "
+                 "program does not start with ps_trainer_init");
+  if (servers_loaded) init.Set("seed_servers", false);
+  main_->BumpVersion();
+  Program connect;
+  connect.global_block().AppendOp(init);
+  Executor exe(CPUPlace());
+  exe.run(connect);
+}
+
+void Fleet::stop_worker() {
+  CheckInit("stop_worker");
+  ps::FinishTrainerRuntime();
+}
+
+void Fleet::SavePsTables(const std::string& dir) {
+  ps::RequireTrainerRuntime("fleet::save_persistables")->client->Save(dir);
+}
+
+void init_server(const std::string& model_dir) { default_fleet().init_server(model_dir); }
+void run_server() { default_fleet().run_server(); }
+void init_worker(bool servers_loaded) { default_fleet().init_worker(servers_loaded); }
+void stop_worker() { default_fleet().stop_worker(); }
+
+}  // namespace flotilla::fleet
