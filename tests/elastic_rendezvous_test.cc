@@ -161,5 +161,23 @@ TEST_F(ElasticRendezvousTest, TooFewNodesTimesOutNamingThePresent) {
   }
 }
 
+TEST_F(ElasticRendezvousTest, ANodeBeyondMaxWaitsAsAStandby) {
+  auto a = Node("127.0.0.1", "1");
+  World w = a->Join(Planner());
+  LaunchOptions o;
+  o.elastic_server = "etcd://" + etcd_->endpoint();
+  o.job_id = "rdzv";
+  o.np = "1";
+  o.host = "127.0.0.2";
+  o.rendezvous_timeout = milliseconds(1500);
+  try {
+    MakeElasticRendezvous(o)->Join(Planner());
+    FAIL() << "the standby joined a full world";
+  } catch (const DeadlineExceeded& e) {
+    EXPECT_NE(std::string(e.what()).find("standby"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(w.channel->PeerAbort().has_value()) << "a standby disturbed a full world";
+}
+
 }  // namespace
 }  // namespace flotilla::launch

@@ -144,6 +144,12 @@ Agreement ElasticRendezvous::AgreeOnWorld(Clock::time_point deadline) {
       }
     }
     if (Clock::now() >= deadline) {
+      FLOTILLA_CHECK(a.members.size() < static_cast<size_t>(options_.min_nodes), DeadlineExceeded,
+                     "elastic job '", options_.job_id, "': ", options_.host,
+                     " waited ", options_.rendezvous_timeout.count() / 1000,
+                     " s as a standby — the world is full with ", options_.max_nodes,
+                     " nodes [", flotilla::Join(Hosts(a.world.members), ","),
+                     "] and no node left (raise MAX in --np to use it)");
       FLOTILLA_THROW(DeadlineExceeded, "elastic job '", options_.job_id, "': only ",
                      a.members.size(), " node(s) [", flotilla::Join(Hosts(Ids(a.members)), ","),
                      "] joined within ", options_.rendezvous_timeout.count() / 1000,
