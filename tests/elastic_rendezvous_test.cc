@@ -25,7 +25,7 @@ class ElasticRendezvousTest : public ::testing::Test {
     if (!etcd_) GTEST_SKIP() << elastic_test::kEtcdBinary << " is not installed";
   }
 
-  std::unique_ptr<Rendezvous> Node(const std::string& host, const std::string& np, int ttl = 2) {
+  LaunchOptions Options(const std::string& host, const std::string& np, int ttl = 2) {
     LaunchOptions o;
     o.elastic_ttl = std::chrono::seconds(ttl);
     o.elastic_server = "etcd://" + etcd_->endpoint();
@@ -33,7 +33,10 @@ class ElasticRendezvousTest : public ::testing::Test {
     o.np = np;
     o.host = host;
     o.rendezvous_timeout = std::chrono::seconds(30);
-    return MakeElasticRendezvous(o);
+    return o;
+  }
+  std::unique_ptr<Rendezvous> Node(const std::string& host, const std::string& np, int ttl = 2) {
+    return MakeElasticRendezvous(Options(host, np, ttl));
   }
 
   // One trainer per node at a fixed port (nothing is started).
@@ -124,11 +127,7 @@ TEST_F(ElasticRendezvousTest, ForceClearsAStaleJob) {
     EXPECT_EQ(w.spec.nodes, (std::vector<std::string>{"127.0.0.1"}));
   }
   etcd.Put("/flotilla/rdzv/world", stale);
-  LaunchOptions o;
-  o.elastic_server = "etcd://" + etcd_->endpoint();
-  o.job_id = "rdzv";
-  o.np = "1";
-  o.host = "127.0.0.1";
+  LaunchOptions o = Options("127.0.0.1", "1");
   o.force = true;
   auto forced = MakeElasticRendezvous(o);
   World w = forced->Join(Planner());
@@ -146,11 +145,7 @@ TEST_F(ElasticRendezvousTest, ARealFailureIsNotARestart) {
 }
 
 TEST_F(ElasticRendezvousTest, TooFewNodesTimesOutNamingThePresent) {
-  LaunchOptions o;
-  o.elastic_server = "etcd://" + etcd_->endpoint();
-  o.job_id = "short";
-  o.np = "2";
-  o.host = "127.0.0.1";
+  LaunchOptions o = Options("127.0.0.1", "2");
   o.rendezvous_timeout = milliseconds(1500);
   try {
     MakeElasticRendezvous(o)->Join(Planner());
@@ -164,11 +159,7 @@ TEST_F(ElasticRendezvousTest, TooFewNodesTimesOutNamingThePresent) {
 TEST_F(ElasticRendezvousTest, ANodeBeyondMaxWaitsAsAStandby) {
   auto a = Node("127.0.0.1", "1");
   World w = a->Join(Planner());
-  LaunchOptions o;
-  o.elastic_server = "etcd://" + etcd_->endpoint();
-  o.job_id = "rdzv";
-  o.np = "1";
-  o.host = "127.0.0.2";
+  LaunchOptions o = Options("127.0.0.2", "1");
   o.rendezvous_timeout = milliseconds(1500);
   try {
     MakeElasticRendezvous(o)->Join(Planner());
