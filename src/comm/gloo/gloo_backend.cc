@@ -1,6 +1,7 @@
 #include "comm/gloo/gloo_backend.h"
 
 #include <gloo/allgather.h>
+#include <gloo/allreduce.h>
 #include <gloo/allreduce_ring.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier_all_to_all.h>
@@ -23,6 +24,8 @@ namespace {
 
 // Above this, pipelining chunks beats the plain ring's fewer messages.
 constexpr size_t kRingChunkedFromBytes = 256 * 1024;
+// From here on allreduce runs on the caller's buffer (no staging copy).
+constexpr size_t kUnboundFromBytes = 4 << 20;
 // Cached allreduce algorithms (each holds a staging buffer).
 constexpr size_t kCacheEntries = 16;
 // Point-to-point slots live apart from the slots gloo's collectives use.
@@ -142,12 +145,26 @@ GlooBackend::Cached& GlooBackend::AllreduceAlgorithm(size_t count, DType dtype, 
 void GlooBackend::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
   if (size_ == 1 || count == 0) return;
   Guard("allreduce", [&] {
+    if (count * SizeOf(dtype) >= kUnboundFromBytes) return AllreduceUnbound(data, count, dtype, op);
     Cached& c = AllreduceAlgorithm(count, dtype, op);
     std::memcpy(c.staging.data(), data, c.staging.size());
     c.algorithm->run();
     std::memcpy(data, c.staging.data(), c.staging.size());
   });
   if (op == ReduceOp::kAvg) DivideBy(data, count, dtype, size_);
+}
+
+// Gloo's unbound-buffer ring works on the caller's buffer directly: no
+// staging copies, which matter once the link is the only other cost.
+void GlooBackend::AllreduceUnbound(void* data, size_t count, DType dtype, ReduceOp op) {
+  ::gloo::AllreduceOptions opts(unbound_context_);
+  VisitDType(dtype, [&]<typename T>() { opts.setOutput(static_cast<T*>(data), count); });
+  opts.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
+  opts.setReduceFunction([dtype, op](void* c, const void* a, const void* b, size_t n) {
+    ReduceInto(c, a, b, n, dtype, op);
+  });
+  opts.setTimeout(options_.timeout);
+  ::gloo::allreduce(opts);
 }
 
 void GlooBackend::broadcast(void* data, size_t count, DType dtype, int root) {

@@ -68,6 +68,7 @@ class GlooBackend : public Backend {
  private:
   struct Cached;
   Cached& AllreduceAlgorithm(size_t count, DType dtype, ReduceOp op);
+  void AllreduceUnbound(void* data, size_t count, DType dtype, ReduceOp op);
   // Runs fn, turning gloo's exceptions into flotilla errors naming ranks.
   void Guard(const char* what, const std::function<void()>& fn);
   std::string DescribeFailure() const;
