@@ -1,7 +1,6 @@
 #include "flotilla/core/math.h"
 
-#include <cblas.h>
-
+#include "core/blas.h"
 #include "flotilla/common/enforce.h"
 
 namespace flotilla::math {
@@ -14,7 +13,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
           int64_t ldc) {
   if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, Trans(trans_a), Trans(trans_b), m, n, k, alpha, a, lda, b, ldb,
+  internal::Blas().sgemm(CblasRowMajor, Trans(trans_a), Trans(trans_b), m, n, k, alpha, a, lda, b, ldb,
               beta, c, ldc);
 }
 
@@ -22,7 +21,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc) {
   if (m == 0 || n == 0) return;
-  cblas_dgemm(CblasRowMajor, Trans(trans_a), Trans(trans_b), m, n, k, alpha, a, lda, b, ldb,
+  internal::Blas().dgemm(CblasRowMajor, Trans(trans_a), Trans(trans_b), m, n, k, alpha, a, lda, b, ldb,
               beta, c, ldc);
 }
 
@@ -51,7 +50,9 @@ template void GemmNaive<int32_t>(bool, bool, int64_t, int64_t, int64_t, int32_t,
 template void GemmNaive<int64_t>(bool, bool, int64_t, int64_t, int64_t, int64_t, const int64_t*,
                                  int64_t, const int64_t*, int64_t, int64_t, int64_t*, int64_t);
 
-void SetBlasThreads(int n) { openblas_set_num_threads(n); }
+void SetBlasThreads(int n) { internal::Blas().set_num_threads(n); }
+
+std::string BlasCoreName() { return internal::Blas().get_corename(); }
 
 BroadcastShape ComputeBroadcast(const Dims& x, const Dims& y, int axis) {
   Dims ys = y;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "flotilla/common/error.h"
@@ -46,6 +48,27 @@ TEST(Broadcast, PaddleAxisRules) {
   EXPECT_EQ(b.n, 3);
   EXPECT_EQ(b.post, 4);
   EXPECT_THROW(ComputeBroadcast({2, 3}, {4}, -1), flotilla::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace flotilla::math
+
+namespace flotilla::math {
+namespace {
+
+TEST(Blas, LoadsWithKernelsForThisCpu) {
+  std::string core = BlasCoreName();
+  EXPECT_FALSE(core.empty());
+  __builtin_cpu_init();
+  const char* chosen = std::getenv("OPENBLAS_CORETYPE");
+  if (chosen != nullptr && std::string(chosen) == "SkylakeX") {
+    EXPECT_EQ(core, "SkylakeX");
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512cd")) {
+    EXPECT_NE(chosen, nullptr) << "an AVX-512 CPU should run OpenBLAS's AVX-512 kernels";
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "flotilla/core/dims.h"
 
@@ -24,6 +25,8 @@ void GemmNaive(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 
 // Limits BLAS to `n` threads for this process (benchmarks use 1).
 void SetBlasThreads(int n);
+// The kernel set OpenBLAS runs ("SkylakeX", "Haswell", ...).
+std::string BlasCoreName();
 
 // Paddle's elementwise broadcasting: Y's dims match a contiguous run of X's
 // dims starting at `axis` (axis = -1 → aligned to the trailing dims; trailing
