@@ -1,0 +1,202 @@
+// Parameter-server training end to end, every process started here and
+// ended by its pid: sync PS equals one process, dist_fit_a_line and
+// wide_and_deep under the launcher in the three modes, save/restart of the
+// servers' tables, servers leaving once every trainer finished, and a killed
+// server failing the trainers with an error naming it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <csignal>
+#include <thread>
+
+#include "launch_test_util.h"
+
+namespace flotilla {
+namespace {
+
+using launch_test::Child;
+using launch_test::TempDir;
+using namespace std::chrono_literals;
+
+std::string Bin(const std::string& name) { return launch_test::BuildDir() + "/bin/" + name; }
+std::string Worker() { return launch_test::BuildDir() + "/tests/ps_integration_worker"; }
+
+// The last line that is a JSON object (log lines of stderr may follow it
+// in a merged log).
+nlohmann::json LastJson(const std::string& out) {
+  size_t end = out.size();
+  while (end > 0) {
+    size_t begin = out.rfind('\n', end - 1);
+    size_t from = begin == std::string::npos ? 0 : begin + 1;
+    std::string line = out.substr(from, end - from);
+    if (!line.empty() && line[0] == '{') {
+      try {
+        return nlohmann::json::parse(line);
+      } catch (...) {
+      }
+    }
+    if (begin == std::string::npos) break;
+    end = begin;
+  }
+  ADD_FAILURE() << "no JSON line in:\n" << out;
+  return nlohmann::json::object();
+}
+
+// Runs `argv` to completion (deadline `timeout`), expecting exit 0; its last line.
+nlohmann::json RunToEnd(const std::vector<std::string>& argv, const TempDir& dir,
+                        std::chrono::seconds timeout, const std::vector<std::string>& env = {}) {
+  Child c(argv, dir.path(), env);
+  int code = c.WaitCode(timeout);
+  EXPECT_EQ(code, 0) << argv[0] << " stderr:\n" << c.Stderr() << "\nstdout:\n" << c.Stdout();
+  return LastJson(c.Stdout());
+}
+
+std::string Loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+TEST(PsIntegration, SyncTwoTrainersEqualOneProcessAfter20SgdSteps) {
+  TempDir local_dir;
+  nlohmann::json local = RunToEnd({Worker(), "equal", "--role", "local"}, local_dir, 60s);
+  std::vector<int> ports = {launch_test::FreePort(), launch_test::FreePort()};
+  std::string pservers = Loopback(ports[0]) + "," + Loopback(ports[1]);
+  std::vector<std::unique_ptr<TempDir>> dirs;
+  std::vector<std::unique_ptr<Child>> procs;
+  for (int s = 0; s < 2; ++s) {
+    dirs.push_back(std::make_unique<TempDir>());
+    procs.push_back(std::make_unique<Child>(
+        std::vector<std::string>{Worker(), "equal", "--role", "pserver", "--pservers", pservers,
+                                 "--endpoint", Loopback(ports[s]), "--trainers", "2"},
+        dirs.back()->path()));
+  }
+  for (int t = 0; t < 2; ++t) {
+    dirs.push_back(std::make_unique<TempDir>());
+    procs.push_back(std::make_unique<Child>(
+        std::vector<std::string>{Worker(), "equal", "--role", "trainer", "--pservers", pservers,
+                                 "--trainers", "2", "--trainer_id", std::to_string(t)},
+        dirs.back()->path()));
+  }
+  for (auto& p : procs) EXPECT_EQ(p->WaitCode(120s), 0) << p->Stderr();  // servers exit 0 too
+  for (int t = 2; t < 4; ++t) {
+    nlohmann::json dist = LastJson(procs[t]->Stdout());
+    ASSERT_EQ(dist.size(), local.size());
+    for (auto& [name, values] : local.items()) {
+      ASSERT_TRUE(dist.contains(name)) << name;
+      ASSERT_EQ(dist[name].size(), values.size()) << name;
+      float worst = 0;
+      for (size_t i = 0; i < values.size(); ++i) {
+        worst = std::max(worst, std::abs(values[i].get<float>() - dist[name][i].get<float>()));
+      }
+      EXPECT_LE(worst, 1e-5f) << "parameter " << name << " of trainer " << t - 2;
+    }
+  }
+}
+
+double FitALineMse(const TempDir& dir) {
+  return RunToEnd({Bin("fit_a_line")}, dir, 60s)["test_mse"].get<double>();
+}
+
+// dist_fit_a_line under `flotilla launch --server_num 2 --worker_num 2`;
+// the trainers' last lines. (The launcher stops the servers itself once the
+// trainers are done; servers leaving on their own is checked without it.)
+std::vector<nlohmann::json> LaunchDistFitALine(const std::string& mode, const TempDir& dir) {
+  Child launch({Bin("flotilla"), "launch", "--server_num", "2", "--worker_num", "2", "--log_dir",
+                dir / "log", Bin("dist_fit_a_line"), "--mode", mode},
+               dir.path());
+  EXPECT_EQ(launch.WaitCode(120s), 0) << launch.Stderr();
+  std::vector<nlohmann::json> out;
+  for (int t = 0; t < 2; ++t) out.push_back(LastJson(launch_test::ReadText(dir / "log/workerlog." + std::to_string(t))));
+  return out;
+}
+
+TEST(PsIntegration, DistFitALineSyncMatchesOneProcessAsyncAndGeoConverge) {
+  TempDir dir;
+  double single = FitALineMse(dir);
+  for (const std::string mode : {"sync", "async", "geo"}) {
+    TempDir run;
+    auto trainers = LaunchDistFitALine(mode, run);
+    for (const auto& t : trainers) {
+      ASSERT_TRUE(t.contains("test_mse")) << mode << ": " << t.dump();
+      double mse = t["test_mse"].get<double>();
+      if (mode == "sync") {
+        EXPECT_LE(std::abs(mse - single), 0.15 * single) << "sync " << mse << " vs one process " << single;
+      } else {
+        EXPECT_LT(mse, 2.0 * single) << mode << " did not converge: " << mse;
+      }
+    }
+  }
+}
+
+TEST(PsIntegration, WideAndDeepReaches98PercentOfBayesAucInEveryMode) {
+  for (const std::string mode : {"sync", "async", "geo"}) {
+    TempDir run;
+    Child launch({Bin("flotilla"), "launch", "--server_num", "1", "--worker_num", "2", "--log_dir",
+                  run / "log", Bin("wide_and_deep"), "--mode", mode, "--train_samples", "60000",
+                  "--test_samples", "5000", "--hidden_size", "64"},
+                 run.path());
+    ASSERT_EQ(launch.WaitCode(240s), 0) << launch.Stderr();
+    nlohmann::json r = LastJson(launch_test::ReadText(run / "log/workerlog.0"));
+    double auc = r["auc"].get<double>(), bayes = r["bayes_auc"].get<double>();
+    EXPECT_GE(auc, 0.98 * bayes) << mode << ": " << r.dump();
+    std::cout << r.dump() << std::endl;
+  }
+}
+
+std::vector<std::string> FleetEnv(const std::string& role, int port) {
+  std::vector<std::string> env = {"TRAINING_ROLE=" + role, "PADDLE_PSERVERS_IP_PORT_LIST=" + Loopback(port),
+                                  "PADDLE_TRAINERS_NUM=1", "PADDLE_TRAINER_ID=0", "POD_IP=127.0.0.1",
+                                  "PADDLE_PORT=" + std::to_string(port)};
+  return env;
+}
+
+// One phase: a server and a trainer through the Fleet PS API.
+nlohmann::json ResumePhase(int phase, const std::string& model_dir) {
+  int port = launch_test::FreePort();
+  TempDir sdir, tdir;
+  std::vector<std::string> args = {Worker(), "resume", "--phase", std::to_string(phase), "--model_dir", model_dir,
+                                   "--steps", "30"};
+  Child server(args, sdir.path(), FleetEnv("PSERVER", port));
+  Child trainer(args, tdir.path(), FleetEnv("TRAINER", port));
+  EXPECT_EQ(trainer.WaitCode(60s), 0) << trainer.Stderr();
+  EXPECT_EQ(server.WaitCode(30s), 0) << "the server must leave once its trainer finished\n" << server.Stderr();
+  return LastJson(trainer.Stdout());
+}
+
+TEST(PsIntegration, SavedTablesRestartServersAndTheLossContinues) {
+  TempDir model;
+  nlohmann::json first = ResumePhase(1, model / "tables");
+  nlohmann::json second = ResumePhase(2, model / "tables");
+  std::cout << "phase 1 " << first.dump() << "\nphase 2 " << second.dump() << std::endl;
+  float start1 = first["start_eval"], end1 = first["end_eval"], start2 = second["start_eval"];
+  EXPECT_LT(end1, 0.5f * start1) << "phase 1 did not train: " << first.dump();
+  EXPECT_NEAR(start2, end1, 1e-5f * std::max(1.0f, end1)) << "phase 2 did not start where phase 1 ended";
+  EXPECT_LT(second["end_eval"].get<float>(), start1);
+}
+
+TEST(PsIntegration, KilledServerFailsTrainersWithErrorNamingIt) {
+  // Seed 000's variables by hand: two servers on one port, different loopback addresses.
+  int port = launch_test::FreePort();
+  auto env = [&](const std::string& role, const std::string& extra) {
+    return std::vector<std::string>{"PADDLE_TRAINING_ROLE=" + role, "PADDLE_PSERVER_IPS=127.0.0.1,127.0.0.2",
+                                    "PADDLE_PSERVER_PORT=" + std::to_string(port), "PADDLE_TRAINERS=2",
+                                    "FLOTILLA_PS_TIMEOUT_MS=3000", extra};
+  };
+  std::vector<std::string> args = {Bin("dist_fit_a_line"), "--epochs", "100000"};
+  TempDir d0, d1, t0, t1;
+  Child s0(args, d0.path(), env("PSERVER", "PADDLE_CURRENT_IP=127.0.0.1"));
+  Child s1(args, d1.path(), env("PSERVER", "PADDLE_CURRENT_IP=127.0.0.2"));
+  Child tr0(args, t0.path(), env("TRAINER", "PADDLE_TRAINER_ID=0"));
+  Child tr1(args, t1.path(), env("TRAINER", "PADDLE_TRAINER_ID=1"));
+  for (int i = 0; i < 300 && tr0.Stdout().find("Epoch") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_NE(tr0.Stdout().find("Epoch"), std::string::npos) << "training did not start: " << tr0.Stderr();
+  s1.Kill(SIGKILL);
+  std::string dead = "127.0.0.2:" + std::to_string(port);
+  for (Child* t : {&tr0, &tr1}) {
+    int code = t->WaitCode(60s);
+    EXPECT_NE(code, -1) << "a trainer hung after its server died";
+    EXPECT_NE(code, 0);
+    EXPECT_NE(t->Stderr().find(dead), std::string::npos) << "error does not name " << dead << ":\n" << t->Stderr();
+  }
+  s0.Kill(SIGKILL);  // left waiting for trainers that failed
+}
+
+}  // namespace
+}  // namespace flotilla
