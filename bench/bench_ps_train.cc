@@ -1,0 +1,220 @@
+// bench_ps_train: wide_and_deep throughput in sync, async and GEO with
+// 2 workers x 2 servers (the bench part b).
+//
+//   bench_ps_train                    # loopback, then two network-namespace
+//                                     # hosts over a veth shaped to 1 Gbit
+//   bench_ps_train --link loopback --modes geo --train_samples 5000
+//
+// The servers run on one host, the workers on the other (netns: servers in
+// namespace A at 10.231.1.1, workers in B). Every process is started here
+// with the Fleet PS environment and ended by its pid. One JSON line per
+// (link, mode): summed worker samples/s, worker 0's test AUC and the
+// generator's Bayes AUC; then per link the GEO / async ratio against the
+// goal (GEO ≥ 3x async at AUC within 0.01). Without root (or without
+// namespace support) the netns link prints a "skipped" line.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Args {
+  std::vector<std::string> links = {"loopback", "netns_1gbit"};
+  std::vector<std::string> modes = {"sync", "async", "geo"};
+  std::string train_samples = "20000", hidden_size = "400", k_steps = "100";
+};
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
+
+// Two namespaces joined by a veth, each end shaped to 1 Gbit; removed on destruction.
+struct Netns {
+  std::string a, b;
+  bool ok = false;
+  Netns() {
+    std::string tag = std::to_string(getpid());
+    a = "fps_a" + tag;
+    b = "fps_b" + tag;
+    std::string va = "fpsa" + tag, vb = "fpsb" + tag;
+    const std::string tbf = " root tbf rate 1gbit burst 1mb latency 100ms";
+    ok = Sh("ip netns add " + a) == 0 && Sh("ip netns add " + b) == 0 &&
+         Sh("ip link add " + va + " netns " + a + " type veth peer name " + vb + " netns " + b) == 0 &&
+         Sh("ip -n " + a + " addr add 10.231.1.1/24 dev " + va) == 0 &&
+         Sh("ip -n " + b + " addr add 10.231.1.2/24 dev " + vb) == 0 &&
+         Sh("ip -n " + a + " link set " + va + " up") == 0 && Sh("ip -n " + b + " link set " + vb + " up") == 0 &&
+         Sh("ip -n " + a + " link set lo up") == 0 && Sh("ip -n " + b + " link set lo up") == 0 &&
+         Sh("ip netns exec " + a + " tc qdisc add dev " + va + tbf) == 0 &&
+         Sh("ip netns exec " + b + " tc qdisc add dev " + vb + tbf) == 0;
+  }
+  ~Netns() {
+    Sh("ip netns del " + a);
+    Sh("ip netns del " + b);
+  }
+};
+
+struct Proc {
+  pid_t pid = -1;
+  std::string out;
+};
+
+Proc Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& out) {
+  Proc p{fork(), out};
+  if (p.pid == 0) {
+    for (const auto& e : env) putenv(strdup(e.c_str()));
+    freopen(out.c_str(), "w", stdout);
+    freopen((out + ".err").c_str(), "w", stderr);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  return p;
+}
+
+// Exit code, or -1 when it outlived the deadline (then it is killed).
+int WaitOrKill(const Proc& p, std::chrono::seconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  int status = 0;
+  while (waitpid(p.pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > until) {
+      kill(p.pid, SIGKILL);
+      waitpid(p.pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+nlohmann::json LastJson(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json last;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '{') last = nlohmann::json::parse(line, nullptr, false);
+  }
+  return last;
+}
+
+std::string Dir() {
+  char tmpl[] = "/tmp/bench_ps_train.XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+nlohmann::json RunMode(const Args& a, const std::string& link, const std::string& mode, const Netns* net) {
+  const std::string bin = std::string(FLOTILLA_BUILD_DIR) + "/bin/wide_and_deep";
+  const std::string server_ip = net ? "10.231.1.1" : "127.0.0.1";
+  const int base = 23000 + static_cast<int>(getpid() % 2000) * 2;
+  std::string list = server_ip + ":" + std::to_string(base) + "," + server_ip + ":" + std::to_string(base + 1);
+  std::string dir = Dir();
+  std::vector<std::string> flags = {bin, "--mode", mode, "--train_samples", a.train_samples,
+                                    "--hidden_size", a.hidden_size, "--k_steps", a.k_steps,
+                                    "--test_samples", "5000", "--log_every", "1000000"};
+  auto argv_in = [&](const std::string& ns) {
+    std::vector<std::string> v;
+    if (!ns.empty()) v = {"ip", "netns", "exec", ns};
+    v.insert(v.end(), flags.begin(), flags.end());
+    return v;
+  };
+  std::vector<std::string> common = {"PADDLE_PSERVERS_IP_PORT_LIST=" + list, "PADDLE_TRAINERS_NUM=2"};
+  std::vector<Proc> servers, workers;
+  for (int s = 0; s < 2; ++s) {
+    auto env = common;
+    env.insert(env.end(), {"TRAINING_ROLE=PSERVER", "POD_IP=" + server_ip, "PADDLE_PORT=" + std::to_string(base + s)});
+    servers.push_back(Spawn(argv_in(net ? net->a : ""), env, dir + "/server" + std::to_string(s)));
+  }
+  for (int w = 0; w < 2; ++w) {
+    auto env = common;
+    env.insert(env.end(), {"TRAINING_ROLE=TRAINER", "PADDLE_TRAINER_ID=" + std::to_string(w)});
+    workers.push_back(Spawn(argv_in(net ? net->b : ""), env, dir + "/worker" + std::to_string(w)));
+  }
+  nlohmann::json r = {{"bench", "ps_train"}, {"model", "wide_and_deep"}, {"link", link}, {"mode", mode},
+                      {"workers", 2}, {"servers", 2}, {"hidden_size", std::stoi(a.hidden_size)},
+                      {"train_samples_per_worker", std::stoi(a.train_samples)}};
+  if (mode == "geo") r["k_steps"] = std::stoi(a.k_steps);
+  double rate = 0;
+  bool ok = true;
+  for (int w = 0; w < 2; ++w) {
+    ok = WaitOrKill(workers[w], std::chrono::seconds(900)) == 0 && ok;
+    nlohmann::json j = LastJson(workers[w].out);
+    if (j.is_object() && j.contains("samples_per_sec")) rate += j["samples_per_sec"].get<double>();
+    if (w == 0 && j.is_object() && j.contains("auc")) r.update({{"auc", j["auc"]}, {"bayes_auc", j["bayes_auc"]}});
+  }
+  for (auto& s : servers) ok = WaitOrKill(s, std::chrono::seconds(30)) == 0 && ok;
+  r["samples_per_sec"] = rate;
+  if (!ok) r["error"] = "a process failed; see " + dir;
+  else Sh("rm -rf " + dir);
+  return r;
+}
+
+void Ratio(const std::string& link, const std::map<std::string, nlohmann::json>& res) {
+  if (!res.count("geo") || !res.count("async")) return;
+  const auto& g = res.at("geo");
+  const auto& as = res.at("async");
+  if (!g.contains("auc") || !as.contains("auc")) return;
+  double ratio = g["samples_per_sec"].get<double>() / std::max(1e-9, as["samples_per_sec"].get<double>());
+  double gap = std::abs(g["auc"].get<double>() - as["auc"].get<double>());
+  std::cout << nlohmann::json{{"bench", "ps_train_ratio"}, {"link", link}, {"geo_over_async", ratio},
+                              {"auc_gap", gap}, {"goal", "geo >= 3x async, auc gap <= 0.01"},
+                              {"met", ratio >= 3.0 && gap <= 0.01}}.dump()
+            << std::endl;
+}
+
+void RunLink(const Args& a, const std::string& link) {
+  std::unique_ptr<Netns> net;
+  if (link == "netns_1gbit") {
+    std::string why = geteuid() != 0 ? "needs root for ip netns" : "";
+    if (why.empty()) {
+      net = std::make_unique<Netns>();
+      if (!net->ok) why = "cannot create namespaces/veth/tbf";
+    }
+    if (!why.empty()) {
+      std::cout << nlohmann::json{{"bench", "ps_train"}, {"link", link}, {"skipped", why}}.dump() << std::endl;
+      return;
+    }
+  }
+  std::map<std::string, nlohmann::json> res;
+  for (const auto& mode : a.modes) {
+    res[mode] = RunMode(a, link, mode, net.get());
+    std::cout << res[mode].dump() << std::endl;
+  }
+  Ratio(link, res);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string f = argv[i], v = argv[i + 1];
+    if (f == "--link") a.links = SplitComma(v);
+    else if (f == "--modes") a.modes = SplitComma(v);
+    else if (f == "--train_samples") a.train_samples = v;
+    else if (f == "--hidden_size") a.hidden_size = v;
+    else if (f == "--k_steps") a.k_steps = v;
+    else {
+      std::cerr << "bench_ps_train: unknown flag " << f << std::endl;
+      return 2;
+    }
+  }
+  for (const auto& link : a.links) RunLink(a, link);
+  return 0;
+}
