@@ -15,3 +15,7 @@ echo "== fit_a_line (seed 000: linear regression on UCI housing)"
 
 echo "== mlp (seed 001: 32 -> 1280 -> 1280 -> 2, SGD 0.01, batch 128)"
 "$bin/mlp" | tail -n 2
+
+echo "== wide_and_deep on 1 server + 2 workers (seed 004: parameter-server CTR model, GEO)"
+"$bin/flotilla" launch --server_num 1 --worker_num 2 --log_dir "$logs/ps" \
+  "$bin/wide_and_deep" --mode geo --train_samples 60000 --test_samples 5000 | tail -n 2
