@@ -118,6 +118,7 @@ void DistributeTranspiler::Analyse(const Program& main, const Program& startup) 
   for (const auto& op : b.ops()) {
     if (!IsOptimize(*op)) continue;
     PsTableInfo t = TableOf(startup, b, *op);
+    RuleConfig(t);  // throws Unimplemented for an optimizer the servers cannot run
     auto it = lookups.find(t.name);
     if (it != lookups.end()) {
       t.sparse = true;
