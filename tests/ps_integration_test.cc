@@ -169,6 +169,8 @@ TEST(PsIntegration, SavedTablesRestartServersAndTheLossContinues) {
   EXPECT_LT(end1, 0.5f * start1) << "phase 1 did not train: " << first.dump();
   EXPECT_NEAR(start2, end1, 1e-5f * std::max(1.0f, end1)) << "phase 2 did not start where phase 1 ended";
   EXPECT_LT(second["end_eval"].get<float>(), start1);
+  // save_inference_model of a PS job holds the trained values.
+  EXPECT_NEAR(first["infer_eval"].get<float>(), end1, 1e-4f * std::max(1.0f, end1));
 }
 
 TEST(PsIntegration, KilledServerFailsTrainersWithErrorNamingIt) {

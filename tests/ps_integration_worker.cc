@@ -19,6 +19,7 @@
 #include "flotilla/fleet/fleet.h"
 #include "flotilla/framework/executor.h"
 #include "flotilla/framework/op_registry.h"
+#include "flotilla/io/inference_model.h"
 #include "flotilla/ps/trainer_runtime.h"
 
 using namespace flotilla;
@@ -124,8 +125,7 @@ int RunEqual(const Args& a) {
   return 0;
 }
 
-float EvalLoss(Executor& exe, const Program& test, const Variable& loss) {
-  FeedMap feed;
+FeedMap EvalBatch() {
   Tensor x(DType::kFloat32, {64, 13}), y(DType::kFloat32, {64, 1});
   for (int64_t r = 0; r < 64; ++r) {
     float sum = 0;
@@ -136,7 +136,25 @@ float EvalLoss(Executor& exe, const Program& test, const Variable& loss) {
     }
     y.data<float>()[r] = sum + 1.0f;
   }
-  return exe.run(test, {{"x", x}, {"y", y}}, {loss.name()})[0].data<float>()[0];
+  return {{"x", x}, {"y", y}};
+}
+
+float EvalLoss(Executor& exe, const Program& test, const Variable& loss) {
+  return exe.run(test, EvalBatch(), {loss.name()})[0].data<float>()[0];
+}
+
+// The eval batch's MSE of a saved inference model, loaded into a fresh scope.
+float InferenceLoss(Executor& exe, const std::string& dir) {
+  Scope scope;
+  io::InferenceModel model = io::LoadInferenceModel(dir, scope);
+  FeedMap batch = EvalBatch();
+  Tensor pred = exe.run(model.program, {{"x", batch["x"]}}, model.fetch_names, &scope)[0];
+  double sum = 0;
+  for (int64_t i = 0; i < pred.numel(); ++i) {
+    double d = pred.data<float>()[i] - batch["y"].data<float>()[i];
+    sum += d * d;
+  }
+  return static_cast<float>(sum / static_cast<double>(pred.numel()));
 }
 
 FeedMap RegressionBatch(int64_t step) {
@@ -162,7 +180,8 @@ int RunResume(const Args& a) {
   startup.set_random_seed(5);
   auto x = layers::data("x", {13});
   auto y = layers::data("y", {1});
-  auto loss = layers::mean(layers::square_error_cost(layers::fc(x, 1), y));
+  auto pred = layers::fc(x, 1);
+  auto loss = layers::mean(layers::square_error_cost(pred, y));
   Program test_clone = main.Clone(true);
   optimizer::SGD sgd(0.05f);
   fleet::DistributedStrategy strategy;
@@ -180,9 +199,14 @@ int RunResume(const Args& a) {
   float start = EvalLoss(exe, test, loss);
   for (int s = 0; s < a.steps; ++s) exe.run(fleet::main_program(), RegressionBatch(s + a.phase * 1000));
   float end = EvalLoss(exe, test, loss);
-  if (a.phase == 1) fleet::save_persistables(exe, a.model_dir);
+  nlohmann::json result = {{"start_eval", start}, {"end_eval", end}};
+  if (a.phase == 1) {
+    fleet::save_persistables(exe, a.model_dir);
+    fleet::save_inference_model(exe, a.model_dir + ".infer", {"x"}, {pred.name()});
+    result["infer_eval"] = InferenceLoss(exe, a.model_dir + ".infer");
+  }
   fleet::stop_worker();
-  std::cout << nlohmann::json{{"start_eval", start}, {"end_eval", end}}.dump() << std::endl;
+  std::cout << result.dump() << std::endl;
   return 0;
 }
 

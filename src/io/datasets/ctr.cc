@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "flotilla/common/enforce.h"
@@ -82,13 +83,18 @@ CtrBatch CtrGenerator::Next(int64_t n) {
 
 double Auc(const std::vector<float>& scores, const std::vector<float>& labels) {
   FLOTILLA_ENFORCE_EQ(scores.size(), labels.size(), "Auc: scores and labels differ in length");
-  std::vector<size_t> order(scores.size());
+  // NaN scores (a diverged model) rank lowest, so the sort stays well defined.
+  std::vector<float> key(scores);
+  for (float& k : key) {
+    if (std::isnan(k)) k = -std::numeric_limits<float>::infinity();
+  }
+  std::vector<size_t> order(key.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
   double pos = 0, neg = 0, rank_sum = 0;
   for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j < order.size() && scores[order[j]] == scores[order[i]]) ++j;
+    size_t j = i + 1;
+    while (j < order.size() && key[order[j]] == key[order[i]]) ++j;
     double mid_rank = (static_cast<double>(i) + static_cast<double>(j) + 1) / 2;  // 1-based average
     for (size_t k = i; k < j; ++k) {
       if (labels[order[k]] > 0.5f) { rank_sum += mid_rank; ++pos; } else { ++neg; }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -18,6 +19,8 @@ TEST(CtrAuc, PerfectReversedAndTiedScores) {
   // One positive above one of two negatives: 1 of 2 pairs.
   EXPECT_DOUBLE_EQ(Auc({0.1f, 0.3f, 0.2f}, {0, 0, 1}), 0.5);
   EXPECT_DOUBLE_EQ(Auc({0.1f, 0.2f}, {1, 1}), 0.5);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_DOUBLE_EQ(Auc({nan, 0.2f, nan, 0.9f}, {0, 0, 1, 1}), 0.625);  // NaN ranks lowest, ties count half
 }
 
 TEST(CtrGenerator, DeterministicPowerLawIdsAndInformativeTruth) {
