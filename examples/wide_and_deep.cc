@@ -46,6 +46,10 @@ struct Flags {
   uint64_t seed = 1;
   std::string train_file, test_file;
   int log_every = 200;
+  // Async communicator (strategy.a_sync_configs); defaults as DistributedStrategy's.
+  int send_queue_size = 16;
+  int max_merge_var_num = 1;
+  bool independent_recv_thread = false;
 };
 
 struct Model {
@@ -124,6 +128,9 @@ fleet::DistributedStrategy Strategy(const Flags& f) {
   fleet::DistributedStrategy s;
   s.set_a_sync(f.mode != "sync");
   if (f.mode == "geo") s.a_sync_configs().set_k_steps(f.k_steps);
+  s.a_sync_configs().set_send_queue_size(f.send_queue_size);
+  s.a_sync_configs().set_max_merge_var_num(f.max_merge_var_num);
+  s.a_sync_configs().set_independent_recv_thread(f.independent_recv_thread);
   return s;
 }
 
@@ -193,6 +200,9 @@ int main(int argc, char** argv) {
   app.add_option("--train_file", f.train_file, "Criteo-format training data (default: synthetic)");
   app.add_option("--test_file", f.test_file, "Criteo-format test data (default: synthetic)");
   app.add_option("--log_every", f.log_every, "print the loss every this many steps")->check(CLI::PositiveNumber);
+  app.add_option("--send_queue_size", f.send_queue_size, "async: gradients queued per variable")->check(CLI::PositiveNumber);
+  app.add_option("--max_merge_var_num", f.max_merge_var_num, "async: gradients merged into one push")->check(CLI::PositiveNumber);
+  app.add_flag("--independent_recv_thread", f.independent_recv_thread, "async: pull on a thread of its own");
   CLI11_PARSE(app, argc, argv);
   try {
     return Run(f);
