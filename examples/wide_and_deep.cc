@@ -46,9 +46,11 @@ struct Flags {
   uint64_t seed = 1;
   std::string train_file, test_file;
   int log_every = 200;
-  // Async communicator (strategy.a_sync_configs); defaults as DistributedStrategy's.
+  // Async communicator (strategy.a_sync_configs). Merging up to 16 queued
+  // gradients per push keeps the queue short: one push per gradient (the
+  // strategy's default) lets staleness grow until SGD 0.5 diverges.
   int send_queue_size = 16;
-  int max_merge_var_num = 1;
+  int max_merge_var_num = 16;
   bool independent_recv_thread = false;
 };
 
