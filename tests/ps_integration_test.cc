@@ -90,8 +90,12 @@ TEST(PsIntegration, SyncTwoTrainersEqualOneProcessAfter20SgdSteps) {
   }
 }
 
+// Long enough to converge: initial values are random per process, and after
+// 30 epochs the test MSE still depends on them by more than 15 %.
+constexpr const char* kFitEpochs = "200";
+
 double FitALineMse(const TempDir& dir) {
-  return RunToEnd({Bin("fit_a_line")}, dir, 60s)["test_mse"].get<double>();
+  return RunToEnd({Bin("fit_a_line"), "--epochs", kFitEpochs}, dir, 60s)["test_mse"].get<double>();
 }
 
 // dist_fit_a_line under `flotilla launch --server_num 2 --worker_num 2`;
@@ -99,7 +103,7 @@ double FitALineMse(const TempDir& dir) {
 // trainers are done; servers leaving on their own is checked without it.)
 std::vector<nlohmann::json> LaunchDistFitALine(const std::string& mode, const TempDir& dir) {
   Child launch({Bin("flotilla"), "launch", "--server_num", "2", "--worker_num", "2", "--log_dir",
-                dir / "log", Bin("dist_fit_a_line"), "--mode", mode},
+                dir / "log", Bin("dist_fit_a_line"), "--mode", mode, "--epochs", kFitEpochs},
                dir.path());
   EXPECT_EQ(launch.WaitCode(120s), 0) << launch.Stderr();
   std::vector<nlohmann::json> out;
