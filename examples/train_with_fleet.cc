@@ -10,6 +10,10 @@
 // num_iteration_per_drop_scope 30, fuse_all_reduce_ops, fetch_frequency 2)
 // and its advice to fuse about a tenth of the gradients per all-reduce.
 // Each rank draws its own random batches (like gen_data(), seeded by rank).
+// With --checkpoint_dir it saves a checkpoint every --checkpoint_every steps
+// and, when restarted (an elastic job's new world), resumes from the newest
+// one: the step counter continues and rank 0 prints "resumed at step N".
+// --labels sum makes y learnable (sum(x[0..3]) > 2) so the loss shows progress.
 // Prints progress and, as its last line, {"loss":…, "samples_per_sec":…,
 // "ranks":…} where samples_per_sec counts every rank's samples.
 #include <sys/resource.h>
@@ -26,6 +30,7 @@
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/env.h"
 #include "flotilla/core/math.h"
+#include "flotilla/fleet/checkpoint.h"
 #include "flotilla/fleet/fleet.h"  // difference 1: the distributed training library
 #include "flotilla/framework/executor.h"
 #include "flotilla/framework/op_registry.h"
@@ -54,6 +59,9 @@ struct Flags {
   std::string backend = "auto";
   std::string strategy_file;
   std::string model_dir;
+  std::string checkpoint_dir;
+  int checkpoint_every = 10;
+  std::string labels = "random";
   bool profile = false;
 };
 
@@ -96,15 +104,20 @@ Model Mlp(int hidden) {
   return m;
 }
 
-// gen_data(): x uniform in [0,1), y in {0,1}.
+// gen_data(): x uniform in [0,1), y in {0,1} (random, or sum(x[0..3]) > 2).
 class DataGen {
  public:
-  DataGen(int batch, uint64_t seed) : batch_(batch), rng_(seed) {}
+  DataGen(int batch, uint64_t seed, bool learnable)
+      : batch_(batch), rng_(seed), learnable_(learnable) {}
   FeedMap Next() {
     std::vector<float> x(static_cast<size_t>(batch_) * 32);
     std::vector<int64_t> y(batch_);
     for (auto& v : x) v = uni_(rng_);
-    for (auto& v : y) v = static_cast<int64_t>(rng_() & 1);
+    for (int64_t i = 0; i < batch_; ++i) {
+      float sum = 0;
+      for (int j = 0; j < 4; ++j) sum += x[i * 32 + j];
+      y[i] = learnable_ ? int64_t(sum > 2.0f) : static_cast<int64_t>(rng_() & 1);
+    }
     return {{"x", Tensor::FromVector(x, {batch_, 32})}, {"y", Tensor::FromVector(y, {batch_, 1})}};
   }
 
@@ -112,6 +125,7 @@ class DataGen {
   int64_t batch_;
   std::mt19937_64 rng_;
   std::uniform_real_distribution<float> uni_{0.0f, 1.0f};
+  bool learnable_;
 };
 
 // Difference 2a: the role. Without a launcher (no PADDLE_TRAINER_ID) the
@@ -165,18 +179,33 @@ int Run(const Flags& flags) {
   OpProfile profile;
   if (flags.profile) profile.Attach(exe);
   int rank = fleet::worker_index(), ranks = fleet::worker_num();
-  DataGen data(flags.batch_size, 2021 + 7919 * static_cast<uint64_t>(rank));
+  // A restarted run continues from the newest checkpoint, with fresh data.
+  int64_t first = 0;
+  if (!flags.checkpoint_dir.empty()) {
+    if (auto state = fleet::load_checkpoint(exe, flags.checkpoint_dir)) first = state->step;
+  }
+  DataGen data(flags.batch_size, 2021 + 7919 * static_cast<uint64_t>(rank) + 104729 * first,
+               flags.labels == "sum");
   int fetch_every = std::max(1, strategy->fetch_frequency());
   float loss = 0;
   auto start = std::chrono::steady_clock::now();
   double cpu_start = CpuSeconds();
-  for (int i = 0; i < flags.steps; ++i) {
+  for (int i = static_cast<int>(first); i < flags.steps; ++i) {
     if (i == flags.warmup) start = std::chrono::steady_clock::now(), cpu_start = CpuSeconds();
-    if (i % fetch_every == 0 || i == flags.steps - 1) {
+    if (i % fetch_every == 0 || i == flags.steps - 1 || (first > 0 && i == first)) {
       loss = exe.run(train_prog, data.Next(), {m.loss.name()})[0].data<float>()[0];
+      if (rank == 0 && first > 0 && i == first) {
+        std::cout << "resumed at step " << i << " cost=" << loss << " ranks=" << ranks
+                  << std::endl;
+      }
       if (rank == 0 && i % 10 == 0) std::cout << "step" << i << " cost=" << loss << std::endl;
     } else {
       exe.run(train_prog, data.Next());
+    }
+    // (A finished run needs none: its end is saved with --model_dir.)
+    if (!flags.checkpoint_dir.empty() && (i + 1) % flags.checkpoint_every == 0 &&
+        i + 1 < flags.steps) {
+      fleet::save_checkpoint(exe, flags.checkpoint_dir, i + 1);
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -221,6 +250,12 @@ int main(int argc, char** argv) {
   app.add_option("--backend", f.backend, "collective backend: auto, shm, gloo or hierarchical");
   app.add_option("--strategy", f.strategy_file, "DistributedStrategy text file (overrides the flags)");
   app.add_option("--model_dir", f.model_dir, "save persistables here at the end");
+  app.add_option("--checkpoint_dir", f.checkpoint_dir,
+                 "save checkpoints here; resume from the newest");
+  app.add_option("--checkpoint_every", f.checkpoint_every, "steps between checkpoints")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--labels", f.labels, "random (gen_data) or sum (learnable: sum(x[0..3]) > 2)")
+      ->check(CLI::IsMember({"random", "sum"}));
   app.add_flag("--profile", f.profile, "print milliseconds per step of each op type (rank 0)");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -16,3 +16,6 @@ flotilla_test(elastic_launch_test
   DEPS elastic_test_util flotilla_io
   TIMEOUT 300 LABELS elastic RUN_SERIAL)
 add_dependencies(elastic_launch_test flotilla)
+if(TARGET train_with_fleet)
+  add_dependencies(elastic_launch_test train_with_fleet)
+endif()
