@@ -152,11 +152,11 @@ std::vector<std::string> FleetEnv(const std::string& role, int port) {
 }
 
 // One phase: a server and a trainer through the Fleet PS API.
-nlohmann::json ResumePhase(int phase, const std::string& model_dir) {
+nlohmann::json ResumePhase(int phase, const std::string& model_dir, const std::string& mode) {
   int port = launch_test::FreePort();
   TempDir sdir, tdir;
   std::vector<std::string> args = {Worker(), "resume", "--phase", std::to_string(phase), "--model_dir", model_dir,
-                                   "--steps", "30"};
+                                   "--steps", "30", "--mode", mode};
   Child server(args, sdir.path(), FleetEnv("PSERVER", port));
   Child trainer(args, tdir.path(), FleetEnv("TRAINER", port));
   EXPECT_EQ(trainer.WaitCode(60s), 0) << trainer.Stderr();
@@ -164,18 +164,24 @@ nlohmann::json ResumePhase(int phase, const std::string& model_dir) {
   return LastJson(trainer.Stdout());
 }
 
-TEST(PsIntegration, SavedTablesRestartServersAndTheLossContinues) {
+// Phase 2 must start exactly where phase 1 ended (30 steps: GEO's last
+// sync, every 10 steps, lands on the last step before the save).
+void CheckResume(const std::string& mode) {
   TempDir model;
-  nlohmann::json first = ResumePhase(1, model / "tables");
-  nlohmann::json second = ResumePhase(2, model / "tables");
-  std::cout << "phase 1 " << first.dump() << "\nphase 2 " << second.dump() << std::endl;
+  nlohmann::json first = ResumePhase(1, model / "tables", mode);
+  nlohmann::json second = ResumePhase(2, model / "tables", mode);
+  std::cout << mode << " phase 1 " << first.dump() << "\nphase 2 " << second.dump() << std::endl;
   float start1 = first["start_eval"], end1 = first["end_eval"], start2 = second["start_eval"];
-  EXPECT_LT(end1, 0.5f * start1) << "phase 1 did not train: " << first.dump();
-  EXPECT_NEAR(start2, end1, 1e-5f * std::max(1.0f, end1)) << "phase 2 did not start where phase 1 ended";
+  EXPECT_LT(end1, 0.5f * start1) << mode << ": phase 1 did not train: " << first.dump();
+  EXPECT_NEAR(start2, end1, 1e-5f * std::max(1.0f, end1)) << mode << ": phase 2 did not start where phase 1 ended";
   EXPECT_LT(second["end_eval"].get<float>(), start1);
   // save_inference_model of a PS job holds the trained values.
   EXPECT_NEAR(first["infer_eval"].get<float>(), end1, 1e-4f * std::max(1.0f, end1));
 }
+
+TEST(PsIntegration, SavedTablesRestartServersAndTheLossContinues) { CheckResume("sync"); }
+
+TEST(PsIntegration, GeoSavedTablesRestartServersAndTheLossContinues) { CheckResume("geo"); }
 
 TEST(PsIntegration, KilledServerFailsTrainersWithErrorNamingIt) {
   // Seed 000's variables by hand: two servers on one port, different loopback addresses.

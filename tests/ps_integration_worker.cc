@@ -34,6 +34,7 @@ struct Args {
   std::string role = "local", pservers, endpoint, model_dir;
   int trainers = 1, trainer_id = 0, steps = 20, phase = 1;
   float lr = 0.05f;
+  std::string mode = "sync";  // resume: sync | geo (k_steps 10)
 };
 
 float Value(int64_t step, int64_t row, int64_t col) {
@@ -185,7 +186,8 @@ int RunResume(const Args& a) {
   Program test_clone = main.Clone(true);
   optimizer::SGD sgd(0.05f);
   fleet::DistributedStrategy strategy;
-  strategy.set_a_sync(false);
+  strategy.set_a_sync(a.mode != "sync");
+  if (a.mode == "geo") strategy.a_sync_configs().set_k_steps(10);
   fleet::distributed_optimizer(sgd, strategy).minimize(loss);
   if (fleet::is_server()) {
     fleet::init_server(a.phase == 2 ? a.model_dir : "");
@@ -225,6 +227,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", a.steps);
   app.add_option("--phase", a.phase);
   app.add_option("--lr", a.lr);
+  app.add_option("--mode", a.mode);
   app.add_option("--model_dir", a.model_dir);
   CLI11_PARSE(app, argc, argv);
   try {

@@ -94,6 +94,12 @@ void TrainerInitKernel(ExecutionContext& ctx) {
   bool seed = ctx.AttrOr<bool>("seed_servers", true) && trainer_id == 0;
   if (seed) SeedSparse(ctx, *rt->client);
   if (rt->mode == PsMode::kGeo) {
+    // GEO's Init() seeds from trainer 0's tensors: when the servers hold a
+    // loaded model, fetch it into them first so the seed is that model.
+    if (!ctx.AttrOr<bool>("seed_servers", true)) {
+      rt->client->Barrier();
+      rt->client->PullDense(vars);
+    }
     StartGeo(ctx, *rt, vars);
   } else {
     if (seed) rt->client->InitDense(vars);
