@@ -13,6 +13,13 @@ OpDesc InitOp(const std::string& type, const VarDesc& var) {
   return op;
 }
 
+// seed 0 means "the program's random_seed", which makes a program built
+// with a seed reproducible in every process (Paddle's Program.random_seed).
+int32_t EffectiveSeed(int seed, const Block& startup) {
+  if (seed != 0) return seed;
+  return static_cast<int32_t>(startup.program()->random_seed() & 0x7fffffff);
+}
+
 void CheckShape(const VarDesc& var) {
   for (auto d : var.shape) {
     FLOTILLA_ENFORCE(d > 0, "cannot initialise '", var.name, "' of shape ",
@@ -32,7 +39,7 @@ void Uniform::Append(Block& startup, const VarDesc& var) const {
   startup.AppendOp(InitOp("uniform_random", var)
                        .Set("min", static_cast<float>(low_))
                        .Set("max", static_cast<float>(high_))
-                       .Set("seed", seed_));
+                       .Set("seed", EffectiveSeed(seed_, startup)));
 }
 
 void Normal::Append(Block& startup, const VarDesc& var) const {
@@ -40,7 +47,7 @@ void Normal::Append(Block& startup, const VarDesc& var) const {
   startup.AppendOp(InitOp("gaussian_random", var)
                        .Set("mean", static_cast<float>(mean_))
                        .Set("std", static_cast<float>(std_))
-                       .Set("seed", seed_));
+                       .Set("seed", EffectiveSeed(seed_, startup)));
 }
 
 void Xavier::Append(Block& startup, const VarDesc& var) const {

@@ -76,3 +76,30 @@ TEST_F(LayersTest, EmbeddingNeedsInt64Ids) {
 
 }  // namespace
 }  // namespace flotilla
+
+namespace flotilla {
+namespace {
+
+// Two processes building the same program with the same random_seed get the
+// same initial parameters; a different seed gives different ones.
+std::vector<float> InitialWeights(uint64_t seed) {
+  RegisterAllOps();
+  UniqueNameGuard names;
+  Program main, startup;
+  startup.set_random_seed(seed);
+  ProgramGuard guard(main, startup);
+  auto x = layers::data("x", {8});
+  layers::fc(x, 4);
+  Executor exe;
+  Scope scope;
+  exe.Run(startup, {}, {}, &scope);
+  return scope.GetVar("fc_0.w_0").GetTensor().ToVector<float>();
+}
+
+TEST(Initializers, ProgramRandomSeedMakesInitialisationReproducible) {
+  EXPECT_EQ(InitialWeights(7), InitialWeights(7));
+  EXPECT_NE(InitialWeights(7), InitialWeights(8));
+}
+
+}  // namespace
+}  // namespace flotilla

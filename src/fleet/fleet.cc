@@ -83,7 +83,13 @@ std::vector<std::string> Fleet::server_endpoints() const {
 
 void Fleet::barrier_worker() {
   CheckInit("barrier_worker");
-  if (group_) group_->barrier();
+  if (!group_) return;
+  group_->barrier();
+  // The last worker to arrive opens the round's gate; the store outlives the
+  // workers' connections to each other.
+  std::string round = "barrier_worker/" + std::to_string(store_barriers_++);
+  if (store_->add(round + "/arrived", 1) == role_->worker_num) store_->setString(round + "/open", "1");
+  store_->wait({round + "/open"}, options_.timeout);
 }
 
 DistributedOptimizer Fleet::distributed_optimizer(optimizer::Optimizer& opt,

@@ -94,7 +94,11 @@ class Fleet {
   int worker_num() const;
   std::vector<std::string> worker_endpoints() const;
   std::vector<std::string> server_endpoints() const;
-  // Blocks until every worker calls it.
+  // Blocks until every worker calls it. The workers meet in the process
+  // group and then in the store, so a worker returns only once every other
+  // worker has finished its collectives: one that exits right after its last
+  // barrier cannot close a connection a slower peer is still reading (Gloo
+  // reports such a close as an error even when the data had arrived).
   void barrier_worker();
 
   DistributedOptimizer distributed_optimizer(optimizer::Optimizer& opt,
@@ -171,6 +175,7 @@ class Fleet {
   std::vector<int> rings_;  // registered by this fleet; unregistered on destruction
   int groups_made_ = 0;
   int saves_ = 0;
+  int store_barriers_ = 0;
   Program* main_ = nullptr;
   Program* startup_ = nullptr;
 };
