@@ -38,7 +38,7 @@ struct Flags {
   int64_t train_samples = 100000;  // per worker
   int64_t test_samples = 20000;
   int64_t batch_size = 64;
-  float lr = 0.5f;
+  float lr = 0;  // 0: 0.5, or 0.2 in async mode, whose stale merged pushes diverge at 0.5
   int64_t hidden_size = 400;
   int hidden_layers = 3;
   int64_t embedding_dim = 8;
@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
   app.add_option("--train_samples", f.train_samples, "training samples per worker")->check(CLI::PositiveNumber);
   app.add_option("--test_samples", f.test_samples, "test samples")->check(CLI::PositiveNumber);
   app.add_option("--batch_size", f.batch_size, "samples per step")->check(CLI::PositiveNumber);
-  app.add_option("--lr", f.lr, "SGD learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--lr", f.lr, "SGD learning rate (default 0.5; 0.2 in async mode)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--hidden_size", f.hidden_size, "width of the deep fc layers")->check(CLI::PositiveNumber);
   app.add_option("--hidden_layers", f.hidden_layers, "number of deep fc layers")->check(CLI::NonNegativeNumber);
   app.add_option("--embedding_dim", f.embedding_dim, "deep embedding width")->check(CLI::PositiveNumber);
@@ -206,6 +207,7 @@ int main(int argc, char** argv) {
   app.add_option("--max_merge_var_num", f.max_merge_var_num, "async: gradients merged into one push")->check(CLI::PositiveNumber);
   app.add_flag("--independent_recv_thread", f.independent_recv_thread, "async: pull on a thread of its own");
   CLI11_PARSE(app, argc, argv);
+  if (f.lr == 0) f.lr = f.mode == "async" ? 0.2f : 0.5f;
   try {
     return Run(f);
   } catch (const std::exception& e) {
