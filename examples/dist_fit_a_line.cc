@@ -27,6 +27,7 @@
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/io/data_feeder.h"
 #include "flotilla/io/datasets/uci_housing.h"
+#include "flotilla/io/evaluate.h"
 #include "flotilla/io/reader.h"
 
 using namespace flotilla;
@@ -73,19 +74,6 @@ Cluster ReadCluster() {
   FLOTILLA_CHECK(c.role == "PSERVER" || c.role == "TRAINER", InvalidArgument,
                  "PADDLE_TRAINING_ROLE should be one of [TRAINER, PSERVER], got '", c.role, "'");
   return c;
-}
-
-double Evaluate(Executor& exe, const Program& program, const io::DataFeeder& feeder,
-                const io::BatchReader& reader, const Variable& loss) {
-  double sum = 0;
-  int64_t count = 0;
-  auto next = reader();
-  while (auto batch = next()) {
-    auto out = exe.run(program, feeder.Feed(*batch), {loss.name()});
-    sum += out[0].data<float>()[0] * static_cast<double>(batch->size());
-    count += static_cast<int64_t>(batch->size());
-  }
-  return count == 0 ? 0 : sum / static_cast<double>(count);
 }
 
 int RunServer(fleet::DistributeTranspiler& t, const Cluster& c) {
@@ -141,8 +129,8 @@ int Run(const Flags& flags) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json result = {
       {"role", "trainer"}, {"trainer_id", c.trainer_id}, {"mode", flags.mode},
-      {"test_mse", Evaluate(exe, test_program, feeder, io::Batch(io::uci_housing::Test(), 20), loss)},
-      {"train_mse", Evaluate(exe, test_program, feeder, io::Batch(io::uci_housing::Train(), 20), loss)},
+      {"test_mse", io::EvaluateMean(exe, test_program, feeder, io::Batch(io::uci_housing::Test(), 20), loss.name())},
+      {"train_mse", io::EvaluateMean(exe, test_program, feeder, io::Batch(io::uci_housing::Train(), 20), loss.name())},
       {"samples_per_sec", secs > 0 ? samples / secs : 0.0}};
   exe.close();  // tells every pserver this trainer is done
   std::cout << result.dump() << std::endl;
