@@ -17,6 +17,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "example_main.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/enforce.h"
@@ -149,10 +150,5 @@ int main(int argc, char** argv) {
   app.add_option("--mode", flags.mode, "sync | async | geo")->check(CLI::IsMember({"sync", "async", "geo"}));
   app.add_option("--k_steps", flags.k_steps, "GEO: local steps between syncs")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
-  try {
-    return Run(flags);
-  } catch (const std::exception& e) {
-    std::cerr << "dist_fit_a_line: " << e.what() << std::endl;
-    return 1;
-  }
+  return flotilla::examples::RunExample("dist_fit_a_line", [&] { return Run(flags); });
 }

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "example_main.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/framework/executor.h"
@@ -91,10 +92,5 @@ int main(int argc, char** argv) {
   app.add_option("--model_dir", flags.model_dir, "save an inference model here");
   app.add_option("--seed", flags.seed, "random seed for initialisation and shuffling");
   CLI11_PARSE(app, argc, argv);
-  try {
-    return Run(flags);
-  } catch (const std::exception& e) {
-    std::cerr << "fit_a_line: " << e.what() << std::endl;
-    return 1;
-  }
+  return flotilla::examples::RunExample("fit_a_line", [&] { return Run(flags); });
 }

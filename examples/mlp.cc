@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "example_main.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/framework/executor.h"
@@ -109,10 +110,5 @@ int main(int argc, char** argv) {
   app.add_option("--model_dir", flags.model_dir, "save an inference model here");
   app.add_option("--seed", flags.seed, "random seed");
   CLI11_PARSE(app, argc, argv);
-  try {
-    return Run(flags);
-  } catch (const std::exception& e) {
-    std::cerr << "mlp: " << e.what() << std::endl;
-    return 1;
-  }
+  return flotilla::examples::RunExample("mlp", [&] { return Run(flags); });
 }

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "example_main.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/env.h"
@@ -258,10 +259,5 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"random", "sum"}));
   app.add_flag("--profile", f.profile, "print milliseconds per step of each op type (rank 0)");
   CLI11_PARSE(app, argc, argv);
-  try {
-    return Run(f);
-  } catch (const std::exception& e) {
-    std::cerr << "train_with_fleet: " << e.what() << std::endl;
-    return 1;
-  }
+  return flotilla::examples::RunExample("train_with_fleet", [&] { return Run(f); });
 }

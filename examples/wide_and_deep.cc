@@ -21,6 +21,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "example_main.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/enforce.h"
@@ -208,10 +209,5 @@ int main(int argc, char** argv) {
   app.add_flag("--independent_recv_thread", f.independent_recv_thread, "async: pull on a thread of its own");
   CLI11_PARSE(app, argc, argv);
   if (f.lr == 0) f.lr = f.mode == "async" ? 0.2f : 0.5f;
-  try {
-    return Run(f);
-  } catch (const std::exception& e) {
-    std::cerr << "wide_and_deep: " << e.what() << std::endl;
-    return 1;
-  }
+  return flotilla::examples::RunExample("wide_and_deep", [&] { return Run(f); });
 }
