@@ -7,7 +7,8 @@
 // the ratio is what tables, slicing and (de)serialisation add on top of
 // the transport.
 //
-//   bench_ps [--iters N]      prints one JSON object per line
+//   bench_ps [--iters N] [--only sparse|dense] [--servers N]
+//                             prints one JSON object per line
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/ps/client.h"
 #include "flotilla/ps/server.h"
@@ -87,26 +89,17 @@ std::unique_ptr<PsServer> StartServer(int index, int num_servers) {
   return server;
 }
 
-void RunAll(int num_servers, int iters) {
-  std::vector<std::unique_ptr<PsServer>> servers;
-  std::vector<std::string> endpoints;
-  for (int i = 0; i < num_servers; ++i) {
-    servers.push_back(StartServer(i, num_servers));
-    endpoints.push_back(servers.back()->endpoint());
-  }
-  PsClient client(endpoints, 0, 1);
-  const int n = num_servers;
-  auto echo = [&](const std::string& share, int64_t reply) {
-    return std::function<void()>([&, share, reply] { client.EchoAll(share, reply); });
-  };
+using Echo = std::function<std::function<void()>(std::string share, int64_t reply)>;
 
+void RunSparse(PsClient& client, int iters, const Echo& echo) {
+  const int n = client.num_servers();
   std::vector<int64_t> keys(kKeys);
   for (int64_t i = 0; i < kKeys; ++i) keys[i] = i * 7919 % 1000003;  // scattered ids
   Tensor grads(DType::kFloat32, {kKeys, kDim});
   std::fill_n(grads.mutable_data<float>(), grads.numel(), 0.5f);
   const int64_t key_bytes = kKeys * 8, row_bytes = kKeys * kDim * 4;
-
-  auto [pull, echo_pull] = Compare(iters, [&] { client.PullSparse("emb", keys); },
+  Tensor rows;  // pulled into one tensor, as the lookup op does across steps
+  auto [pull, echo_pull] = Compare(iters, [&] { client.PullSparse("emb", keys, &rows); },
                                    echo(std::string(key_bytes / n, 'k'), row_bytes / n));
   Report("sparse_pull", n, key_bytes, row_bytes, pull, echo_pull);
   auto [push, echo_push] = Compare(iters, [&] { client.PushSparse("emb", keys, grads); },
@@ -114,26 +107,68 @@ void RunAll(int num_servers, int iters) {
   Report("sparse_push", n, key_bytes + row_bytes, 0, push, echo_push);
   Report("sparse_pull_push", n, 2 * key_bytes + row_bytes, row_bytes, pull + push,
          echo_pull + echo_push);
+}
 
+void RunDense(PsClient& client, int iters, const Echo& echo) {
+  const int n = client.num_servers();
   Tensor dense(DType::kFloat32, {kDense});
   std::fill_n(dense.mutable_data<float>(), kDense, 0.5f);
-  auto [dpull, echo_dpull] = Compare(iters, [&] { client.PullDense("dense", &dense); },
-                                     echo("", kDense * 4 / n));
-  Report("dense_pull", n, 0, kDense * 4, dpull, echo_dpull);
-  auto [dpush, echo_dpush] = Compare(iters, [&] { client.PushDense("dense", dense); },
-                                     echo(std::string(kDense * 4 / n, 'd'), 0));
-  Report("dense_push", n, kDense * 4, 0, dpush, echo_dpush);
+  auto [pull, echo_pull] = Compare(iters, [&] { client.PullDense("dense", &dense); },
+                                   echo("", kDense * 4 / n));
+  Report("dense_pull", n, 0, kDense * 4, pull, echo_pull);
+  auto [push, echo_push] = Compare(iters, [&] { client.PushDense("dense", dense); },
+                                   echo(std::string(kDense * 4 / n, 'd'), 0));
+  Report("dense_push", n, kDense * 4, 0, push, echo_push);
+}
+
+// `only`: "sparse", "dense" or "" for both.
+void RunAll(int num_servers, int iters, const std::string& only) {
+  std::vector<std::unique_ptr<PsServer>> servers;
+  std::vector<std::string> endpoints;
+  for (int i = 0; i < num_servers; ++i) {
+    servers.push_back(StartServer(i, num_servers));
+    endpoints.push_back(servers.back()->endpoint());
+  }
+  PsClient client(endpoints, 0, 1);
+  Echo echo = [&](std::string share, int64_t reply) {
+    return std::function<void()>([&client, share, reply] { client.EchoAll(share, reply); });
+  };
+  if (only != "dense") RunSparse(client, iters, echo);
+  if (only != "sparse") RunDense(client, iters, echo);
+}
+
+int Main(int argc, char** argv) {
+  int iters = 30;
+  std::string only;
+  std::vector<int> server_counts{1, 2};
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    FLOTILLA_ENFORCE(i + 1 < argc, "bench_ps: flag ", flag, " needs a value");
+    const std::string value = argv[i + 1];
+    if (flag == "--iters") {
+      iters = std::stoi(value);
+    } else if (flag == "--only") {
+      FLOTILLA_ENFORCE(value == "sparse" || value == "dense", "bench_ps: --only takes sparse or dense, got '", value, "'");
+      only = value;
+    } else if (flag == "--servers") {
+      server_counts = {std::stoi(value)};
+    } else {
+      FLOTILLA_THROW(InvalidArgument, "bench_ps: unknown flag ", flag,
+                     " (expected --iters N, --only sparse|dense, --servers N)");
+    }
+  }
+  for (int n : server_counts) RunAll(n, iters, only);
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);  // stdout carries only JSON lines
-  int iters = 30;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--iters") iters = std::stoi(argv[i + 1]);
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_ps: %s\n", e.what());
+    return 2;
   }
-  RunAll(1, iters);
-  RunAll(2, iters);
-  return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "flotilla/common/enforce.h"
 #include "ps/payload.h"
+#include "ps/row_copy.h"
 #include "ps/rpc_fanout.h"
 
 namespace flotilla::ps {
@@ -21,16 +22,19 @@ class PsClient::Impl {
         options(std::move(opts)), fanout(endpoints, options) {}
 
   // One request per server holding a block of any var; values copied in when `with_values`.
-  std::vector<rpc::PushDenseRequest> SplitDense(std::span<const DenseVar> vars, bool with_values) const;
+  // The requests are this thread's reused messages (see Reused).
+  std::vector<rpc::PushDenseRequest>& SplitDense(std::span<const DenseVar> vars, bool with_values) const;
   void SendDense(const char* method, std::vector<rpc::PushDenseRequest>& reqs, rpc::DenseWrite write);
   void SendSparse(const char* method, const std::string& name, std::span<const int64_t> keys,
                   const Tensor& values, rpc::DenseWrite write, bool delta);
-  // Per-server requests of a key list: keys and the rows' positions in the caller's order.
-  struct SparseSplit {
-    std::vector<std::vector<int64_t>> keys;
-    std::vector<std::vector<size_t>> positions;
+  // Where a batch's keys go: server[i] holds key i (empty when there is
+  // one server), count[s] keys go to server s.
+  struct KeyRoute {
+    std::vector<uint32_t> server;
+    std::vector<size_t> count;
+    uint32_t ServerOf(size_t i) const { return server.empty() ? 0 : server[i]; }
   };
-  SparseSplit SplitKeys(std::span<const int64_t> keys) const;
+  KeyRoute Route(std::span<const int64_t> keys) const;
 
   std::vector<std::string> endpoints;
   int trainer_id;
@@ -58,36 +62,46 @@ const float* FloatData(const Tensor& t, const std::string& name) {
   return t.data<float>();
 }
 
-// Copies rows positions[j] of src into row j of dst. When one server holds
-// every key the positions are 0..n-1 and one memcpy does.
-void GatherRows(const float* src, const std::vector<size_t>& positions, size_t total,
-                int64_t dim, float* dst) {
-  if (positions.size() == total) {
-    std::memcpy(dst, src, total * dim * sizeof(float));
-    return;
-  }
-  for (size_t j = 0; j < positions.size(); ++j) {
-    std::memcpy(dst + j * dim, src + positions[j] * dim, dim * sizeof(float));
-  }
+// Per-thread messages of the sparse hot path, reused across calls: Clear()
+// keeps the capacity of bytes fields and repeated elements, so steady-state
+// batches refill their buffers instead of allocating (and page-faulting)
+// hundreds of kilobytes per call. Returns n cleared messages.
+template <typename Msg>
+std::vector<Msg>& Reused(size_t n) {
+  thread_local std::vector<Msg> msgs;
+  msgs.resize(n);
+  for (Msg& m : msgs) m.Clear();
+  return msgs;
 }
 
-// The inverse: row j of src goes to row positions[j] of dst.
-void ScatterRows(const float* src, const std::vector<size_t>& positions, size_t total,
-                 int64_t dim, float* dst) {
-  if (positions.size() == total) {
-    std::memcpy(dst, src, total * dim * sizeof(float));
-    return;
+// Writes each server's share of a batch, in batch order, into rows[s]:
+// its keys and, when `values` is set, their rows of `dim` floats. Servers
+// without keys have rows[s] == nullptr.
+void FillRows(const PsClient::Impl::KeyRoute& route, std::span<const int64_t> keys,
+              const float* values, int64_t dim, const std::vector<rpc::SparseRowsData*>& rows) {
+  const size_t n = rows.size();
+  std::vector<int64_t*> key_out(n, nullptr);
+  std::vector<float*> value_out(n, nullptr);
+  for (size_t s = 0; s < n; ++s) {
+    if (rows[s] == nullptr) continue;
+    key_out[s] = ResizeAs<int64_t>(rows[s]->mutable_keys(), route.count[s]).data();
+    if (values) value_out[s] = ResizeAs<float>(rows[s]->mutable_values(), route.count[s] * dim).data();
   }
-  for (size_t j = 0; j < positions.size(); ++j) {
-    std::memcpy(dst + positions[j] * dim, src + j * dim, dim * sizeof(float));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const uint32_t s = route.ServerOf(i);
+    *key_out[s]++ = keys[i];
+    if (values) {
+      CopyRow(value_out[s], values + i * dim, dim);
+      value_out[s] += dim;
+    }
   }
 }
 
 }  // namespace
 
-std::vector<rpc::PushDenseRequest> PsClient::Impl::SplitDense(std::span<const DenseVar> vars,
-                                                              bool with_values) const {
-  std::vector<rpc::PushDenseRequest> reqs(endpoints.size());
+std::vector<rpc::PushDenseRequest>& PsClient::Impl::SplitDense(std::span<const DenseVar> vars,
+                                                               bool with_values) const {
+  auto& reqs = Reused<rpc::PushDenseRequest>(endpoints.size());
   for (const DenseVar& var : vars) {
     const float* data = with_values ? FloatData(var.value, var.name) : nullptr;
     for (const DenseBlock& b : SliceDense(var.name, var.value.numel(), endpoints.size(),
@@ -119,32 +133,29 @@ void PsClient::Impl::SendDense(const char* method, std::vector<rpc::PushDenseReq
   fanout.Run(method, calls);
 }
 
-PsClient::Impl::SparseSplit PsClient::Impl::SplitKeys(std::span<const int64_t> keys) const {
-  SparseSplit split;
+PsClient::Impl::KeyRoute PsClient::Impl::Route(std::span<const int64_t> keys) const {
   const int n = static_cast<int>(endpoints.size());
-  split.keys.resize(n);
-  split.positions.resize(n);
+  KeyRoute route;
+  route.count.assign(n, 0);
   if (n == 1) {  // one server: no routing
-    split.keys[0].assign(keys.begin(), keys.end());
-    split.positions[0].resize(keys.size());
-    std::iota(split.positions[0].begin(), split.positions[0].end(), size_t{0});
-    return split;
+    route.count[0] = keys.size();
+    return route;
   }
-  for (int s = 0; s < n; ++s) {
-    split.keys[s].reserve(keys.size() / n + keys.size() / (4 * n) + 16);
-    split.positions[s].reserve(keys.size() / n + keys.size() / (4 * n) + 16);
-  }
-  // The default slicer is called directly: no std::function call per key.
+  route.server.resize(keys.size());
+  // The default slicer runs batched: no std::function call or division per key.
   auto* const* fn = options.slicer.target<int (*)(int64_t, int)>();
-  const bool mod = fn != nullptr && *fn == &ModSlicer;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const int s = mod ? ModSlicer(keys[i], n) : options.slicer(keys[i], n);
-    FLOTILLA_ENFORCE(s >= 0 && s < n, "sparse slicer put key ", keys[i], " on server ", s,
-                     ", outside [0, ", n, ")");
-    split.keys[s].push_back(keys[i]);
-    split.positions[s].push_back(i);
+  if (fn != nullptr && *fn == &ModSlicer) {
+    ModSliceBatch(keys, n, route.server);
+  } else {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const int s = options.slicer(keys[i], n);
+      FLOTILLA_ENFORCE(s >= 0 && s < n, "sparse slicer put key ", keys[i], " on server ", s,
+                       ", outside [0, ", n, ")");
+      route.server[i] = static_cast<uint32_t>(s);
+    }
   }
-  return split;
+  for (uint32_t s : route.server) ++route.count[s];
+  return route;
 }
 
 void PsClient::Impl::SendSparse(const char* method, const std::string& name,
@@ -154,26 +165,32 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
   const int64_t dim = keys.empty() ? 0 : values.numel() / static_cast<int64_t>(keys.size());
   FLOTILLA_ENFORCE_EQ(values.numel(), dim * static_cast<int64_t>(keys.size()), method, " '", name,
                       "': values must be [keys, dim]");
-  SparseSplit split = SplitKeys(keys);
+  const KeyRoute route = Route(keys);
   const uint64_t id = NewRequestId();
-  std::vector<rpc::PushSparseRequest> reqs(endpoints.size());
-  std::vector<rpc::PushDeltaRequest> deltas(endpoints.size());
+  rpc::PushSparseRequest* reqs = delta ? nullptr : Reused<rpc::PushSparseRequest>(endpoints.size()).data();
+  rpc::PushDeltaRequest* deltas = delta ? Reused<rpc::PushDeltaRequest>(endpoints.size()).data() : nullptr;
   std::vector<rpc::Ack> acks(endpoints.size());
+  std::vector<rpc::SparseRowsData*> rows(endpoints.size(), nullptr);
+  for (size_t s = 0; s < endpoints.size(); ++s) {
+    if (route.count[s] == 0) continue;
+    rows[s] = delta ? deltas[s].add_sparse() : reqs[s].add_tables();
+    rows[s]->set_table(name);
+  }
+  FillRows(route, keys, data, dim, rows);
   std::vector<ServerCall> calls;
   for (size_t s = 0; s < endpoints.size(); ++s) {
-    if (split.keys[s].empty()) continue;
-    rpc::SparseRowsData* rows = delta ? deltas[s].add_sparse() : reqs[s].add_tables();
-    rows->set_table(name);
-    AssignBytes<int64_t>(rows->mutable_keys(), split.keys[s]);
-    auto out = ResizeAs<float>(rows->mutable_values(), split.keys[s].size() * dim);
-    GatherRows(data, split.positions[s], keys.size(), dim, out.data());
-    reqs[s].set_trainer_id(trainer_id);
-    reqs[s].set_write(write);
-    reqs[s].set_request_id(id);
-    deltas[s].set_trainer_id(trainer_id);
-    deltas[s].set_request_id(id);
-    calls.push_back({int(s), [delta, req = &reqs[s], dreq = &deltas[s], ack = &acks[s]](
-                                 Stub* stub, grpc::ClientContext* ctx, Done done) {
+    if (route.count[s] == 0) continue;
+    if (delta) {
+      deltas[s].set_trainer_id(trainer_id);
+      deltas[s].set_request_id(id);
+    } else {
+      reqs[s].set_trainer_id(trainer_id);
+      reqs[s].set_write(write);
+      reqs[s].set_request_id(id);
+    }
+    calls.push_back({int(s), [delta, req = delta ? nullptr : &reqs[s],
+                              dreq = delta ? &deltas[s] : nullptr,
+                              ack = &acks[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
                        if (delta) {
                          stub->async()->PushDelta(ctx, dreq, ack, std::move(done));
                        } else {
@@ -203,9 +220,9 @@ const std::vector<std::string>& PsClient::endpoints() const { return impl_->endp
 const PsClientOptions& PsClient::options() const { return impl_->options; }
 
 void PsClient::PullDense(std::span<DenseVar> vars) {
-  auto reqs = impl_->SplitDense(vars, false);
-  std::vector<rpc::PullDenseRequest> pulls(reqs.size());
-  std::vector<rpc::PullDenseResponse> resps(reqs.size());
+  auto& reqs = impl_->SplitDense(vars, false);
+  auto& pulls = Reused<rpc::PullDenseRequest>(reqs.size());
+  auto& resps = Reused<rpc::PullDenseResponse>(reqs.size());
   std::vector<ServerCall> calls;
   for (size_t s = 0; s < reqs.size(); ++s) {
     if (reqs[s].blocks_size() == 0) continue;
@@ -244,7 +261,7 @@ void PsClient::PullDense(const std::string& name, Tensor* value, int64_t row_wid
 }
 
 void PsClient::PushDense(std::span<const DenseVar> grads) {
-  auto reqs = impl_->SplitDense(grads, true);
+  auto& reqs = impl_->SplitDense(grads, true);
   impl_->SendDense("PushDense", reqs, rpc::GRADIENT);
 }
 
@@ -254,13 +271,13 @@ void PsClient::PushDense(const std::string& name, const Tensor& grad, int64_t ro
 }
 
 void PsClient::InitDense(std::span<const DenseVar> values) {
-  auto reqs = impl_->SplitDense(values, true);
+  auto& reqs = impl_->SplitDense(values, true);
   impl_->SendDense("InitDense", reqs, rpc::OVERWRITE);
 }
 
 void PsClient::PushDenseDelta(std::span<const DenseVar> deltas) {
-  auto reqs = impl_->SplitDense(deltas, true);
-  std::vector<rpc::PushDeltaRequest> dreqs(reqs.size());
+  auto& reqs = impl_->SplitDense(deltas, true);
+  auto& dreqs = Reused<rpc::PushDeltaRequest>(reqs.size());
   const uint64_t id = impl_->NewRequestId();
   std::vector<rpc::Ack> acks(reqs.size());
   std::vector<ServerCall> calls;
@@ -278,39 +295,58 @@ void PsClient::PushDenseDelta(std::span<const DenseVar> deltas) {
 }
 
 Tensor PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys) {
-  if (keys.empty()) return Tensor(DType::kFloat32, {0, 0});
-  auto split = impl_->SplitKeys(keys);
-  std::vector<rpc::PullSparseRequest> reqs(num_servers());
-  std::vector<rpc::PullSparseResponse> resps(num_servers());
+  Tensor out;
+  PullSparse(name, keys, &out);
+  return out;
+}
+
+void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys, Tensor* out) {
+  if (keys.empty()) {
+    out->set_dtype(DType::kFloat32).Resize({0, 0});
+    return;
+  }
+  const Impl::KeyRoute route = impl_->Route(keys);
+  auto& reqs = Reused<rpc::PullSparseRequest>(num_servers());
+  auto& resps = Reused<rpc::PullSparseResponse>(num_servers());
+  std::vector<rpc::SparseRowsData*> rows(num_servers(), nullptr);
   std::vector<ServerCall> calls;
   for (int s = 0; s < num_servers(); ++s) {
-    if (split.keys[s].empty()) continue;
+    if (route.count[s] == 0) continue;
     reqs[s].set_trainer_id(impl_->trainer_id);
-    auto* rows = reqs[s].add_tables();
-    rows->set_table(name);
-    AssignBytes<int64_t>(rows->mutable_keys(), split.keys[s]);
+    rows[s] = reqs[s].add_tables();
+    rows[s]->set_table(name);
     calls.push_back({s, [req = &reqs[s], resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx,
                                                           Done done) {
                        stub->async()->PullSparse(ctx, req, resp, std::move(done));
                      }});
   }
+  FillRows(route, keys, nullptr, 0, rows);
   impl_->fanout.Run("PullSparse", calls);
-  Tensor out;
+  std::vector<const float*> in(num_servers(), nullptr);
+  int64_t dim = -1;
   for (int s = 0; s < num_servers(); ++s) {
-    if (split.keys[s].empty()) continue;
+    if (route.count[s] == 0) continue;
     FLOTILLA_CHECK(resps[s].tables_size() == 1, Internal, "parameter server ",
                    impl_->endpoints[s], " answered PullSparse of '", name, "' with ",
                    resps[s].tables_size(), " tables");
-    const auto& rows = resps[s].tables(0);
-    const int64_t dim = rows.dim();
-    if (!out.initialized()) out = Tensor(DType::kFloat32, {int64_t(keys.size()), dim});
-    FLOTILLA_ENFORCE_EQ(out.dim(1), dim, "sparse table '", name, "' dim differs across servers");
-    auto values = AsSpan<float>(rows.values(), "rows of '" + name + "'");
-    FLOTILLA_ENFORCE_EQ(values.size(), split.keys[s].size() * dim, "rows of '", name, "' from ",
+    const auto& got = resps[s].tables(0);
+    if (dim < 0) dim = got.dim();
+    FLOTILLA_ENFORCE_EQ(got.dim(), dim, "sparse table '", name, "' dim differs across servers");
+    auto values = AsSpan<float>(got.values(), "rows of '" + name + "'");
+    FLOTILLA_ENFORCE_EQ(values.size(), route.count[s] * dim, "rows of '", name, "' from ",
                         impl_->endpoints[s]);
-    ScatterRows(values.data(), split.positions[s], keys.size(), dim, out.mutable_data<float>());
+    in[s] = values.data();
   }
-  return out;
+  float* dst = out->set_dtype(DType::kFloat32).Resize({int64_t(keys.size()), dim}).mutable_data<float>();
+  if (route.server.empty()) {
+    std::memcpy(dst, in[0], keys.size() * dim * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {  // back into the caller's key order
+    const uint32_t s = route.server[i];
+    CopyRow(dst + i * dim, in[s], dim);
+    in[s] += dim;
+  }
 }
 
 void PsClient::PushSparse(const std::string& name, std::span<const int64_t> keys,
@@ -427,14 +463,17 @@ std::string PsClient::Echo(int server, const std::string& payload, int64_t reply
 }
 
 void PsClient::EchoAll(const std::string& payload, int64_t reply_bytes) {
-  rpc::EchoMessage req;
-  req.set_payload(payload);
-  req.set_reply_bytes(reply_bytes);
-  std::vector<rpc::EchoMessage> resps(num_servers());
+  // One request per server, each with its own copy (what a client sending
+  // different bytes to each server has to build), in reused messages like
+  // the sparse calls': the baseline pays no allocation those do not.
+  auto& reqs = Reused<rpc::EchoMessage>(2 * num_servers());
+  rpc::EchoMessage* resps = reqs.data() + num_servers();
   std::vector<ServerCall> calls;
   for (int s = 0; s < num_servers(); ++s) {
-    calls.push_back({s, [&req, resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
-                       stub->async()->Echo(ctx, &req, resp, std::move(done));
+    reqs[s].set_payload(payload);
+    reqs[s].set_reply_bytes(reply_bytes);
+    calls.push_back({s, [req = &reqs[s], resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
+                       stub->async()->Echo(ctx, req, resp, std::move(done));
                      }});
   }
   impl_->fanout.Run("Echo", calls);

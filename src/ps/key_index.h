@@ -2,7 +2,9 @@
 // linear probing over a power-of-two array, kept at most half full: a
 // lookup is one mixed hash and (almost always) one cache line, several
 // times cheaper than std::unordered_map's bucket-and-node chase, which
-// dominated sparse pulls. Not thread-safe (the shard lock guards it).
+// dominated sparse pulls. Callers pass Hash(key), computed once per key:
+// the table picks the shard from its high bits, the index probes from its
+// low bits. Not thread-safe (the shard lock guards it).
 #pragma once
 
 #include <cstdint>
@@ -15,11 +17,15 @@ namespace flotilla::ps {
 
 class KeyIndex {
  public:
-  // Returns the slot of `key`, inserting it with slot `next` when missing;
-  // the bool says whether it was inserted.
-  std::pair<uint32_t, bool> FindOrInsert(int64_t key, uint32_t next) {
+  // Salted so that shard placement is independent of server placement
+  // (key mod num_servers).
+  static uint64_t Hash(int64_t key) { return MixBits(static_cast<uint64_t>(key) ^ 0x5bd1e995u); }
+
+  // Returns the slot of `key` (whose Hash is `hash`), inserting it with
+  // slot `next` when missing; the bool says whether it was inserted.
+  std::pair<uint32_t, bool> FindOrInsert(int64_t key, uint64_t hash, uint32_t next) {
     if ((size_ + 1) * 2 > entries_.size()) Grow();
-    size_t i = Home(key);
+    size_t i = hash & (entries_.size() - 1);
     while (true) {
       Entry& e = entries_[i];
       if (e.slot == kEmpty) {
@@ -31,10 +37,13 @@ class KeyIndex {
       i = (i + 1) & (entries_.size() - 1);
     }
   }
-  // Hints the cache to load the line `key` probes first: batches prefetch
-  // a few keys ahead so lookups overlap their memory latency.
-  void Prefetch(int64_t key) const {
-    if (!entries_.empty()) __builtin_prefetch(&entries_[Home(key)]);
+  std::pair<uint32_t, bool> FindOrInsert(int64_t key, uint32_t next) {
+    return FindOrInsert(key, Hash(key), next);
+  }
+  // Hints the cache to load the line a key of this hash probes first:
+  // batches prefetch keys ahead so lookups overlap their memory latency.
+  void Prefetch(uint64_t hash) const {
+    if (!entries_.empty()) __builtin_prefetch(&entries_[hash & (entries_.size() - 1)]);
   }
   size_t size() const { return size_; }
 
@@ -45,9 +54,6 @@ class KeyIndex {
     uint32_t slot = kEmpty;
   };
 
-  size_t Home(int64_t key) const {
-    return MixBits(static_cast<uint64_t>(key)) & (entries_.size() - 1);
-  }
   void Grow() {
     std::vector<Entry> old = std::move(entries_);
     entries_.assign(old.empty() ? 64 : old.size() * 2, Entry{});

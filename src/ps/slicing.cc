@@ -1,5 +1,7 @@
 #include "flotilla/ps/slicing.h"
 
+#include <utility>
+
 #include "flotilla/common/enforce.h"
 
 namespace flotilla::ps {
@@ -50,6 +52,31 @@ std::vector<DenseBlock> SliceDense(const std::string& name, int64_t numel, int n
 int ModSlicer(int64_t key, int num_servers) {
   int64_t r = key % num_servers;
   return static_cast<int>(r < 0 ? r + num_servers : r);
+}
+
+namespace {
+
+template <int64_t N>
+void ModSliceFixed(std::span<const int64_t> keys, std::span<uint32_t> out) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const int64_t r = keys[i] % N;
+    out[i] = static_cast<uint32_t>(r < 0 ? r + N : r);
+  }
+}
+
+template <int64_t... N>
+bool ModSliceConstant(std::span<const int64_t> keys, int n, std::span<uint32_t> out,
+                      std::integer_sequence<int64_t, N...>) {
+  return ((n == N + 1 ? (ModSliceFixed<N + 1>(keys, out), true) : false) || ...);
+}
+
+}  // namespace
+
+void ModSliceBatch(std::span<const int64_t> keys, int num_servers, std::span<uint32_t> out) {
+  FLOTILLA_ENFORCE_GE(num_servers, 1, "ModSliceBatch num_servers");
+  FLOTILLA_ENFORCE_EQ(out.size(), keys.size(), "ModSliceBatch: one output per key");
+  if (ModSliceConstant(keys, num_servers, out, std::make_integer_sequence<int64_t, 16>{})) return;
+  for (size_t i = 0; i < keys.size(); ++i) out[i] = static_cast<uint32_t>(ModSlicer(keys[i], num_servers));
 }
 
 int HashSlicer(int64_t key, int num_servers) {

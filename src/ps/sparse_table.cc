@@ -8,6 +8,7 @@
 #include "flotilla/ps/slicing.h"
 #include "ps/byte_io.h"
 #include "ps/key_index.h"
+#include "ps/row_copy.h"
 
 namespace flotilla::ps {
 
@@ -41,75 +42,140 @@ int64_t SparseTable::size() const {
   return n;
 }
 
-size_t SparseTable::ShardIndex(int64_t key) const {
-  // Mixed before the modulo so that shard and server placement (key mod
-  // num_servers) are independent.
-  return MixBits(static_cast<uint64_t>(key) ^ 0x5bd1e995u) % shards_.size();
+namespace {
+
+// The shard of a key hash: its high 32 bits scaled to [0, shards) with a
+// multiply (Lemire's range reduction), leaving the low bits to KeyIndex.
+inline uint32_t ShardOfHash(uint64_t hash, size_t shards) {
+  return static_cast<uint32_t>(((hash >> 32) * shards) >> 32);
 }
 
-SparseTable::Shard& SparseTable::ShardOf(int64_t key) const { return *shards_[ShardIndex(key)]; }
+}  // namespace
+
+size_t SparseTable::ShardIndex(uint64_t hash) const { return ShardOfHash(hash, shards_.size()); }
+
+SparseTable::Shard& SparseTable::ShardOf(int64_t key) const {
+  return *shards_[ShardIndex(KeyIndex::Hash(key))];
+}
 
 void SparseTable::CheckSpan(size_t keys, size_t values, const char* op) const {
   FLOTILLA_ENFORCE_EQ(values, keys * static_cast<size_t>(dim()), "sparse table '", name(), "' ",
                       op, ": values must be [keys, dim=", dim(), "]");
 }
 
-// The row of `key`, created with the initializer and fresh rule state when
-// missing. Valid until the shard next grows; callers hold the shard lock.
-std::span<float> SparseTable::RowOf(Shard& shard, int64_t key) const {
+// Appends the row of a key just inserted at the end of the shard: initial
+// values from the initializer, fresh rule state.
+void SparseTable::AppendRow(Shard& shard, int64_t key) const {
   const size_t stride = config_.dim + state_size_;
-  auto [slot, inserted] = shard.slot.FindOrInsert(key, static_cast<uint32_t>(shard.keys.size()));
-  if (!inserted) return {shard.data.data() + size_t{slot} * stride, stride};
   shard.keys.push_back(key);
   shard.data.resize(shard.data.size() + stride);
   std::span<float> row(shard.data.data() + shard.data.size() - stride, stride);
   FillInitial(config_.initializer, key, 0, row.first(config_.dim));
   config_.rule->InitState(config_.dim, row.subspan(config_.dim));
-  return row;
 }
 
-// Calls fn(row, i) for each keys[i], creating missing rows. Keys are
-// grouped by shard so each shard's lock is taken once per batch; keys of
-// one shard keep their order (repeated keys apply in order). A batch is
-// not atomic across shards, which none of the modes needs.
+// The slot of `key`, its row created when missing. Callers hold the shard
+// lock. Inline: batches call it per key, and the found case is a probe.
+inline uint32_t SparseTable::SlotOf(Shard& shard, int64_t key, uint64_t hash) const {
+  auto [slot, inserted] = shard.slot.FindOrInsert(key, hash, static_cast<uint32_t>(shard.keys.size()));
+  if (inserted) AppendRow(shard, key);
+  return slot;
+}
+
+std::span<float> SparseTable::RowOf(Shard& shard, int64_t key) const {
+  const size_t stride = config_.dim + state_size_;
+  const uint32_t slot = SlotOf(shard, key, KeyIndex::Hash(key));
+  return {shard.data.data() + size_t{slot} * stride, stride};
+}
+
+namespace {
+
+// Per-thread scratch of ForEachShard, reused across batches.
+struct RowBatch {
+  std::vector<uint64_t> hash;   // per key
+  std::vector<uint32_t> shard;  // per key
+  std::vector<uint32_t> order;  // key positions grouped by shard
+  std::vector<uint32_t> slot;   // per grouped position
+  std::vector<float*> rows;     // per grouped position
+};
+
+}  // namespace
+
+// Calls fn(rows, positions) once per shard the batch touches, under the
+// shard's lock: rows[j] is the row (values, then rule state) of
+// keys[positions[j]], created when missing. Keys are grouped by shard so
+// each lock is taken once per batch; keys of one shard keep their order
+// (repeated keys apply in order). Resolving a shard's rows prefetches
+// index entries kLookAhead keys ahead, then every row, so the caller's
+// pass over them runs from cache. A batch is not atomic across shards,
+// which none of the modes needs.
 template <typename Fn>
-void SparseTable::ForEachRow(std::span<const int64_t> keys, Fn&& fn) {
-  const size_t n = shards_.size();
-  std::vector<uint32_t> shard_of(keys.size());
+void SparseTable::ForEachShard(std::span<const int64_t> keys, Fn&& fn) {
+  constexpr size_t kLookAhead = 16;
+  thread_local RowBatch batch;
+  const size_t n = shards_.size(), count = keys.size();
+  batch.hash.resize(count);
+  batch.shard.resize(count);
+  batch.order.resize(count);
+  batch.slot.resize(count);
+  batch.rows.resize(count);
+  // Raw pointers: the thread_local's address is not reloaded in the loops.
+  uint64_t* const hash = batch.hash.data();
+  uint32_t* const shard_of = batch.shard.data();
+  uint32_t* const order = batch.order.data();
+  uint32_t* const slot = batch.slot.data();
+  float** const rows = batch.rows.data();
   std::vector<size_t> start(n + 1, 0);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    shard_of[i] = static_cast<uint32_t>(ShardIndex(keys[i]));
+  for (size_t i = 0; i < count; ++i) {
+    hash[i] = KeyIndex::Hash(keys[i]);
+    shard_of[i] = ShardOfHash(hash[i], n);
     ++start[shard_of[i] + 1];
   }
   for (size_t s = 0; s < n; ++s) start[s + 1] += start[s];
-  std::vector<size_t> order(keys.size());
   std::vector<size_t> fill(start.begin(), start.end() - 1);
-  for (size_t i = 0; i < keys.size(); ++i) order[fill[shard_of[i]]++] = i;
+  for (size_t i = 0; i < count; ++i) order[fill[shard_of[i]]++] = static_cast<uint32_t>(i);
+  const size_t stride = config_.dim + state_size_;
   for (size_t s = 0; s < n; ++s) {
-    if (start[s] == start[s + 1]) continue;
-    std::lock_guard<std::mutex> lock(shards_[s]->mu);
-    for (size_t k = start[s]; k < start[s + 1]; ++k) {
-      constexpr size_t kAhead = 8;
-      if (k + kAhead < start[s + 1]) shards_[s]->slot.Prefetch(keys[order[k + kAhead]]);
-      const size_t i = order[k];
-      fn(RowOf(*shards_[s], keys[i]), i);
+    const size_t begin = start[s], end = start[s + 1];
+    if (begin == end) continue;
+    Shard& shard = *shards_[s];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    // Slots first: creating a row may move the shard's data.
+    for (size_t k = begin; k < end; ++k) {
+      if (k + kLookAhead < end) shard.slot.Prefetch(hash[order[k + kLookAhead]]);
+      slot[k] = SlotOf(shard, keys[order[k]], hash[order[k]]);
     }
+    float* const data = shard.data.data();
+    for (size_t k = begin; k < end; ++k) {
+      rows[k] = data + size_t{slot[k]} * stride;
+      __builtin_prefetch(rows[k]);
+    }
+    fn(std::span<float* const>(rows + begin, end - begin),
+       std::span<const uint32_t>(order + begin, end - begin));
   }
+}
+
+template <typename Fn>
+void SparseTable::ForEachRow(std::span<const int64_t> keys, Fn&& fn) {
+  ForEachShard(keys, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+    for (size_t j = 0; j < rows.size(); ++j) fn(rows[j], positions[j]);
+  });
 }
 
 void SparseTable::Pull(std::span<const int64_t> keys, std::span<float> out) {
   CheckSpan(keys.size(), out.size(), "Pull");
   const size_t d = dim();
-  ForEachRow(keys, [&](std::span<float> row, size_t i) {
-    std::copy_n(row.begin(), d, out.begin() + i * d);
-  });
+  ForEachRow(keys, [&](const float* row, size_t i) { CopyRow(&out[i * d], row, d); });
 }
 
 void SparseTable::Push(std::span<const int64_t> keys, std::span<const float> grads) {
   CheckSpan(keys.size(), grads.size(), "Push");
   const size_t d = dim();
-  ForEachRow(keys, [&](std::span<float> row, size_t i) {
-    config_.rule->Apply(row.first(d), row.subspan(d), grads.subspan(i * d, d));
+  thread_local std::vector<const float*> grad_of;
+  ForEachShard(keys, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+    grad_of.resize(rows.size());
+    for (size_t j = 0; j < rows.size(); ++j) grad_of[j] = grads.data() + positions[j] * d;
+    config_.rule->ApplyRows(rows, grad_of, dim());
   });
 }
 
@@ -143,7 +209,7 @@ void SparseTable::ApplyPending(int divisor) {
 void SparseTable::PushDelta(std::span<const int64_t> keys, std::span<const float> deltas) {
   CheckSpan(keys.size(), deltas.size(), "PushDelta");
   const size_t d = dim();
-  ForEachRow(keys, [&](std::span<float> row, size_t i) {
+  ForEachRow(keys, [&](float* row, size_t i) {
     for (size_t j = 0; j < d; ++j) row[j] += deltas[i * d + j];
   });
 }
@@ -151,9 +217,7 @@ void SparseTable::PushDelta(std::span<const int64_t> keys, std::span<const float
 void SparseTable::Set(std::span<const int64_t> keys, std::span<const float> values) {
   CheckSpan(keys.size(), values.size(), "Set");
   const size_t d = dim();
-  ForEachRow(keys, [&](std::span<float> row, size_t i) {
-    std::copy_n(values.begin() + i * d, d, row.begin());
-  });
+  ForEachRow(keys, [&](float* row, size_t i) { CopyRow(row, &values[i * d], d); });
 }
 
 std::string SparseTable::Serialize() const {
@@ -197,7 +261,7 @@ void SparseTable::Deserialize(std::string_view image, const std::string& what) {
   std::vector<Shard> loaded(shards_.size());
   for (uint64_t i = 0; i < count; ++i) {
     const int64_t key = r.Get<int64_t>();
-    Shard& shard = loaded[ShardIndex(key)];
+    Shard& shard = loaded[ShardIndex(KeyIndex::Hash(key))];
     FLOTILLA_CHECK(shard.slot.FindOrInsert(key, shard.keys.size()).second, Corruption, what,
                    ": key ", key, " appears twice in table '", name(), "'");
     shard.keys.push_back(key);

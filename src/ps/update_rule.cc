@@ -43,13 +43,32 @@ UpdateRuleConfig UpdateRuleConfig::GeoSum() {
 
 namespace {
 
-class SgdRule : public UpdateRule {
+// Implements Apply and ApplyRows with the rule's non-virtual
+// Step(values, state, grad, n), inlined into the batch loop.
+template <typename Rule>
+class RuleBase : public UpdateRule {
+ public:
+  void Apply(std::span<float> value, std::span<float> state,
+             std::span<const float> grad) const final {
+    self().Step(value.data(), state.data(), grad.data(), value.size());
+  }
+  void ApplyRows(std::span<float* const> rows, std::span<const float* const> grads,
+                 int64_t dim) const final {
+    const size_t n = static_cast<size_t>(dim);
+    for (size_t j = 0; j < rows.size(); ++j) self().Step(rows[j], rows[j] + n, grads[j], n);
+  }
+
+ private:
+  const Rule& self() const { return static_cast<const Rule&>(*this); }
+};
+
+class SgdRule : public RuleBase<SgdRule> {
  public:
   explicit SgdRule(float lr) : lr_(lr) {}
   std::string name() const override { return "sgd"; }
   int64_t StateSize(int64_t) const override { return 0; }
-  void Apply(std::span<float> p, std::span<float>, std::span<const float> g) const override {
-    for (size_t i = 0; i < p.size(); ++i) p[i] -= lr_ * g[i];
+  void Step(float* p, float*, const float* g, size_t n) const {
+    for (size_t i = 0; i < n; ++i) p[i] -= lr_ * g[i];
   }
 
  private:
@@ -57,7 +76,7 @@ class SgdRule : public UpdateRule {
 };
 
 // State: the squared-gradient accumulator, one float per value.
-class AdagradRule : public UpdateRule {
+class AdagradRule : public RuleBase<AdagradRule> {
  public:
   explicit AdagradRule(const UpdateRuleConfig& c) : c_(c) {}
   std::string name() const override { return "adagrad"; }
@@ -65,8 +84,8 @@ class AdagradRule : public UpdateRule {
   void InitState(int64_t, std::span<float> state) const override {
     std::fill(state.begin(), state.end(), c_.initial_accumulator);
   }
-  void Apply(std::span<float> p, std::span<float> m, std::span<const float> g) const override {
-    for (size_t i = 0; i < p.size(); ++i) {
+  void Step(float* p, float* m, const float* g, size_t n) const {
+    for (size_t i = 0; i < n; ++i) {
       m[i] += g[i] * g[i];
       p[i] -= c_.learning_rate * g[i] / (std::sqrt(m[i]) + c_.epsilon);
     }
@@ -77,7 +96,7 @@ class AdagradRule : public UpdateRule {
 };
 
 // State: first moments [dim], second moments [dim], beta1^t, beta2^t.
-class AdamRule : public UpdateRule {
+class AdamRule : public RuleBase<AdamRule> {
  public:
   explicit AdamRule(const UpdateRuleConfig& c) : c_(c) {}
   std::string name() const override { return "adam"; }
@@ -87,10 +106,9 @@ class AdamRule : public UpdateRule {
     state[2 * dim] = 1.0f;
     state[2 * dim + 1] = 1.0f;
   }
-  void Apply(std::span<float> p, std::span<float> s, std::span<const float> g) const override {
-    const size_t n = p.size();
-    float* m = s.data();
-    float* v = s.data() + n;
+  void Step(float* p, float* s, const float* g, size_t n) const {
+    float* m = s;
+    float* v = s + n;
     float& b1p = s[2 * n];
     float& b2p = s[2 * n + 1];
     b1p *= c_.beta1;
@@ -107,12 +125,12 @@ class AdamRule : public UpdateRule {
   UpdateRuleConfig c_;
 };
 
-class GeoSumRule : public UpdateRule {
+class GeoSumRule : public RuleBase<GeoSumRule> {
  public:
   std::string name() const override { return "geo_sum"; }
   int64_t StateSize(int64_t) const override { return 0; }
-  void Apply(std::span<float> p, std::span<float>, std::span<const float> d) const override {
-    for (size_t i = 0; i < p.size(); ++i) p[i] += d[i];
+  void Step(float* p, float*, const float* d, size_t n) const {
+    for (size_t i = 0; i < n; ++i) p[i] += d[i];
   }
 };
 

@@ -81,6 +81,9 @@ class PsClient {
   // Returns rows [keys.size(), dim] (rows unknown to a server are created
   // with its initializer). An empty key list returns a [0, 0] tensor.
   Tensor PullSparse(const std::string& name, std::span<const int64_t> keys);
+  // The same into *out, reusing its buffer when large enough: steps that
+  // pull into one tensor allocate once.
+  void PullSparse(const std::string& name, std::span<const int64_t> keys, Tensor* out);
   // grads is [keys.size(), dim] float32. Keys may repeat.
   void PushSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& grads);
   void PushSparse(const std::string& name, const SelectedRows& grads);

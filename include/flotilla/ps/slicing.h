@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ using SparseSlicer = std::function<int(int64_t key, int num_servers)>;
 
 // key mod num_servers (non-negative for negative keys): Paddle's placement.
 int ModSlicer(int64_t key, int num_servers);
+// ModSlicer over a batch: out[i] = ModSlicer(keys[i], num_servers). Server
+// counts up to 16 divide by a compile-time constant (a multiply, not a
+// 64-bit division), which makes routing a large batch several times faster.
+void ModSliceBatch(std::span<const int64_t> keys, int num_servers, std::span<uint32_t> out);
 // A mixed hash of the key mod num_servers: spreads keys that share a stride.
 int HashSlicer(int64_t key, int num_servers);
 

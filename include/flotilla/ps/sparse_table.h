@@ -63,9 +63,13 @@ class SparseTable {
 
  private:
   struct Shard;
-  size_t ShardIndex(int64_t key) const;
+  size_t ShardIndex(uint64_t hash) const;
+  uint32_t SlotOf(Shard& shard, int64_t key, uint64_t hash) const;
+  void AppendRow(Shard& shard, int64_t key) const;
   std::span<float> RowOf(Shard& shard, int64_t key) const;
   Shard& ShardOf(int64_t key) const;
+  template <typename Fn>
+  void ForEachShard(std::span<const int64_t> keys, Fn&& fn);
   template <typename Fn>
   void ForEachRow(std::span<const int64_t> keys, Fn&& fn);
   void CheckSpan(size_t keys, size_t values, const char* op) const;

@@ -24,6 +24,11 @@ class UpdateRule {
   // value -= f(grad, state). grad.size() == value.size().
   virtual void Apply(std::span<float> value, std::span<float> state,
                      std::span<const float> grad) const = 0;
+  // Apply over a batch of sparse rows: rows[j] points at `dim` values
+  // followed by their state, grads[j] at `dim` gradient values. One virtual
+  // call per batch rather than per row.
+  virtual void ApplyRows(std::span<float* const> rows, std::span<const float* const> grads,
+                         int64_t dim) const = 0;
 };
 
 struct UpdateRuleConfig {
