@@ -1,5 +1,7 @@
 #include "flotilla/fleet/fleet.h"
 
+#include <cstdlib>
+
 #include "fleet/ops/collective_ops.h"
 #include "fleet/ring_registry.h"
 #include "flotilla/comm/file_store.h"
@@ -9,6 +11,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/core/math.h"
 
 namespace flotilla::fleet {
 
@@ -22,6 +25,17 @@ std::shared_ptr<comm::Store> OpenStore(const std::string& address,
   opts.timeout = timeout;
   opts.connect_timeout = timeout;
   return comm::ConnectStore(address, opts);
+}
+
+// A job of several processes on unknown hosts: unless the user chose
+// (OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, which flotilla launch sets from
+// the node's cores), GEMMs run on one thread, as torchrun's default does,
+// so processes sharing a machine do not each spin a thread per core.
+void DefaultComputeThreads(const RoleInfo& info) {
+  const int processes = info.worker_num + static_cast<int>(info.server_endpoints.size());
+  if (processes <= 1 || std::getenv("OMP_NUM_THREADS") || std::getenv("OPENBLAS_NUM_THREADS")) return;
+  math::SetBlasThreads(1);
+  log::Info("fleet: one compute thread per process (set OMP_NUM_THREADS to choose)");
 }
 
 }  // namespace
@@ -48,6 +62,7 @@ void Fleet::init(const RoleMaker& role, std::shared_ptr<comm::Store> store, Flee
   FLOTILLA_CHECK(role_ == nullptr, InvalidArgument, "fleet::init called twice");
   role_ = std::make_unique<RoleInfo>(role.info());
   options_ = std::move(options);
+  DefaultComputeThreads(*role_);
   if (role_->role != Role::kWorker || !role_->is_collective || store == nullptr) return;
   store_ = std::make_shared<comm::PrefixStore>("fleet/" + role_->job_id, std::move(store));
   comm::ProcessGroupOptions pg;

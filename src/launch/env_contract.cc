@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "flotilla/common/strings.h"
 
@@ -115,6 +116,26 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& inheri
   }
   for (const auto& [name, value] : contract) out.push_back(name + "=" + value);
   return out;
+}
+
+EnvList ThreadDefaults(const std::vector<std::string>& inherited, int local_processes,
+                       int cores) {
+  auto find = [&](std::string_view name) -> const std::string* {
+    for (const auto& e : inherited) {
+      if (std::string_view(e).starts_with(name) && e.size() > name.size() && e[name.size()] == '=') {
+        return &e;
+      }
+    }
+    return nullptr;
+  };
+  const std::string* omp = find("OMP_NUM_THREADS");
+  const std::string threads = omp != nullptr
+                                  ? omp->substr(omp->find('=') + 1)
+                                  : std::to_string(std::max(1, cores / std::max(1, local_processes)));
+  EnvList env;
+  if (omp == nullptr) env.emplace_back("OMP_NUM_THREADS", threads);
+  if (find("OPENBLAS_NUM_THREADS") == nullptr) env.emplace_back("OPENBLAS_NUM_THREADS", threads);
+  return env;
 }
 
 std::vector<std::string> CurrentEnvironment() {

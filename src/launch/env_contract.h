@@ -27,6 +27,15 @@ const std::vector<std::string>& ContractVariableNames();
 std::vector<std::string> ChildEnvironment(const std::vector<std::string>& inherited,
                                           const EnvList& contract);
 
+// Compute threads per child when the launcher's environment leaves them
+// open: OMP_NUM_THREADS and OPENBLAS_NUM_THREADS, each unless `inherited`
+// sets it, to the user's OMP_NUM_THREADS when set, else to the node's
+// cores divided among its `local_processes` (at least 1). Processes sharing
+// a node's cores do not each start a thread per core and yield-spin
+// against one another.
+EnvList ThreadDefaults(const std::vector<std::string>& inherited, int local_processes,
+                       int cores);
+
 // This process's environment as "NAME=value" entries.
 std::vector<std::string> CurrentEnvironment();
 

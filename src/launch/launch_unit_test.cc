@@ -195,6 +195,15 @@ int BindLoopback(int port, bool reuse_addr) {
 }
 
 // The reservation keeps strangers off the port but lets the child take it.
+TEST(ThreadDefaults, SplitTheCoresUnlessTheUserChose) {
+  EXPECT_EQ(ThreadDefaults({"PATH=/bin"}, 4, 8),
+            (EnvList{{"OMP_NUM_THREADS", "2"}, {"OPENBLAS_NUM_THREADS", "2"}}));
+  EXPECT_EQ(ThreadDefaults({}, 4, 2), (EnvList{{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}}));
+  EXPECT_EQ(ThreadDefaults({"OMP_NUM_THREADS=3"}, 4, 8), (EnvList{{"OPENBLAS_NUM_THREADS", "3"}}));
+  EXPECT_EQ(ThreadDefaults({"OMP_NUM_THREADS_X=9", "OPENBLAS_NUM_THREADS=5"}, 1, 8),
+            (EnvList{{"OMP_NUM_THREADS", "8"}}));
+}
+
 TEST(PortReservation, HeldAgainstOthersHandedToTheChild) {
   PortReservation held = PortReservation::Reserve("127.0.0.1", 0);
   ASSERT_GT(held.port(), 0);

@@ -1,6 +1,7 @@
 #include "launch/launcher.h"
 
 #include <iostream>
+#include <thread>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
@@ -33,9 +34,14 @@ void WriteEndpointsLog(const std::string& log_dir, const ClusterSpec& spec) {
 
 std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec) {
   const auto inherited = CurrentEnvironment();
+  const auto local = spec.LocalProcesses();
+  const EnvList threads = ThreadDefaults(inherited, static_cast<int>(local.size()),
+                                         static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<std::vector<std::string>> envs;
-  for (const auto& p : spec.LocalProcesses()) {
-    envs.push_back(ChildEnvironment(inherited, ContractEnv(spec, p)));
+  for (const auto& p : local) {
+    EnvList env = ContractEnv(spec, p);
+    env.insert(env.end(), threads.begin(), threads.end());
+    envs.push_back(ChildEnvironment(inherited, env));
   }
   return envs;
 }

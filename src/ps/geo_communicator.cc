@@ -1,10 +1,12 @@
 #include "flotilla/ps/geo_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
-#include <unordered_map>
 
 #include "flotilla/common/enforce.h"
+#include "ps/key_index.h"
+#include "ps/row_copy.h"
 
 namespace flotilla::ps {
 
@@ -15,12 +17,28 @@ class GeoCommunicator::Impl {
     Tensor base;   // its value at the last sync
     int64_t row_width = 1;
   };
-  struct Row {
-    std::vector<float> value, base;
-  };
+  // The rows fetched since the last sync, in flat arrays: slot i holds
+  // keys[i], its local value at value[i * dim] and its value when fetched
+  // at base[i * dim]. Cleared (capacity kept) at every sync.
   struct Sparse {
     int64_t dim = 0;  // known after the first fetch
-    std::unordered_map<int64_t, Row> rows;
+    KeyIndex index;   // key → slot
+    std::vector<int64_t> keys;
+    std::vector<float> value, base;
+    Tensor fetched;  // pull buffer, reused
+
+    float* Row(int64_t key, const std::string& name, const char* op) {
+      const int64_t slot = index.Find(key);
+      FLOTILLA_CHECK(slot >= 0, NotFound, "GEO ", op, "('", name, "'): key ", key,
+                     " was not pulled since the last sync");
+      return value.data() + slot * dim;
+    }
+    void Clear() {
+      index.Clear();
+      keys.clear();
+      value.clear();
+      base.clear();
+    }
   };
 
   std::vector<DenseVar> DenseVars() const {
@@ -77,16 +95,20 @@ void GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
                                   std::span<const int64_t> keys) {
   std::vector<int64_t> missing;
   for (int64_t k : keys) {
-    if (!table.rows.count(k)) missing.push_back(k);
+    if (table.index.FindOrInsert(k, static_cast<uint32_t>(table.keys.size())).second) {
+      table.keys.push_back(k);
+      missing.push_back(k);
+    }
   }
   if (missing.empty()) return;
-  Tensor fresh = client->PullSparse(name, missing);
-  table.dim = fresh.dim(1);
-  const float* p = fresh.data<float>();
-  for (size_t i = 0; i < missing.size(); ++i) {
-    std::vector<float> row(p + i * table.dim, p + (i + 1) * table.dim);
-    table.rows[missing[i]] = Row{row, row};
-  }
+  client->PullSparse(name, missing, &table.fetched);
+  table.dim = table.fetched.dim(1);
+  const size_t first = table.value.size(), bytes = missing.size() * table.dim;
+  table.value.resize(first + bytes);
+  table.base.resize(first + bytes);
+  const float* p = table.fetched.data<float>();
+  std::copy_n(p, bytes, table.value.begin() + first);
+  std::copy_n(p, bytes, table.base.begin() + first);
 }
 
 Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int64_t> keys) {
@@ -95,8 +117,7 @@ Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int6
   Tensor out(DType::kFloat32, {static_cast<int64_t>(keys.size()), table.dim});
   float* dst = out.mutable_data<float>();
   for (size_t i = 0; i < keys.size(); ++i) {
-    const auto& v = table.rows.at(keys[i]).value;
-    std::memcpy(dst + i * table.dim, v.data(), v.size() * sizeof(float));
+    CopyRow(dst + i * table.dim, table.Row(keys[i], name, "PullSparse"), table.dim);
   }
   return out;
 }
@@ -108,10 +129,20 @@ void GeoCommunicator::UpdateSparse(const std::string& name, std::span<const int6
                       "GEO UpdateSparse('", name, "'): rows must be [keys, dim]");
   const float* src = rows.data<float>();
   for (size_t i = 0; i < keys.size(); ++i) {
-    auto it = table.rows.find(keys[i]);
-    FLOTILLA_CHECK(it != table.rows.end(), NotFound, "GEO UpdateSparse('", name, "'): key ",
-                   keys[i], " was not pulled since the last sync");
-    std::memcpy(it->second.value.data(), src + i * table.dim, table.dim * sizeof(float));
+    CopyRow(table.Row(keys[i], name, "UpdateSparse"), src + i * table.dim, table.dim);
+  }
+}
+
+void GeoCommunicator::SgdSparse(const std::string& name, std::span<const int64_t> keys,
+                                const Tensor& grads, float lr) {
+  Impl::Sparse& table = impl_->Table(name);
+  impl_->Fetch(name, table, keys);
+  FLOTILLA_ENFORCE_EQ(grads.numel(), static_cast<int64_t>(keys.size()) * table.dim,
+                      "GEO SgdSparse('", name, "'): grads must be [keys, dim]");
+  const float* g = grads.data<float>();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    float* row = table.Row(keys[i], name, "SgdSparse");
+    for (int64_t j = 0; j < table.dim; ++j) row[j] -= lr * g[i * table.dim + j];
   }
 }
 
@@ -141,14 +172,17 @@ void GeoCommunicator::Impl::SyncDense() {
 // Pushes the rows that changed since they were fetched, then forgets the
 // cache so the next pulls see other trainers' updates.
 void GeoCommunicator::Impl::SyncSparse(const std::string& name, Sparse& table) {
+  const size_t dim = static_cast<size_t>(table.dim);
   std::vector<int64_t> keys;
   std::vector<float> deltas;
-  for (const auto& [key, row] : table.rows) {
-    if (row.value == row.base) continue;
-    keys.push_back(key);
-    for (int64_t j = 0; j < table.dim; ++j) deltas.push_back((row.value[j] - row.base[j]) * scale);
+  for (size_t slot = 0; slot < table.keys.size(); ++slot) {
+    const float* v = table.value.data() + slot * dim;
+    const float* b = table.base.data() + slot * dim;
+    if (std::equal(v, v + dim, b)) continue;
+    keys.push_back(table.keys[slot]);
+    for (size_t j = 0; j < dim; ++j) deltas.push_back((v[j] - b[j]) * scale);
   }
-  table.rows.clear();
+  table.Clear();
   if (keys.empty()) return;
   client->PushSparseDelta(name, keys,
                           Tensor::FromVector(deltas, {static_cast<int64_t>(keys.size()), table.dim}));

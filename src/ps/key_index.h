@@ -7,6 +7,7 @@
 // low bits. Not thread-safe (the shard lock guards it).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -39,6 +40,20 @@ class KeyIndex {
   }
   std::pair<uint32_t, bool> FindOrInsert(int64_t key, uint32_t next) {
     return FindOrInsert(key, Hash(key), next);
+  }
+  // The slot of `key`, or -1 when it is absent.
+  int64_t Find(int64_t key) const {
+    if (entries_.empty()) return -1;
+    for (size_t i = Hash(key) & (entries_.size() - 1);; i = (i + 1) & (entries_.size() - 1)) {
+      const Entry& e = entries_[i];
+      if (e.slot == kEmpty) return -1;
+      if (e.key == key) return e.slot;
+    }
+  }
+  // Forgets every key, keeping the capacity.
+  void Clear() {
+    std::fill(entries_.begin(), entries_.end(), Entry{});
+    size_ = 0;
   }
   // Hints the cache to load the line a key of this hash probes first:
   // batches prefetch keys ahead so lookups overlap their memory latency.

@@ -48,6 +48,10 @@ class GeoCommunicator {
   Tensor PullSparse(const std::string& name, std::span<const int64_t> keys);
   // Writes locally optimised rows back into the cache (keys from PullSparse).
   void UpdateSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& rows);
+  // Local SGD in the cache: row(keys[i]) -= lr * grads[i], fetching rows
+  // not cached yet. Keys may repeat (each applies, as merged SGD would).
+  void SgdSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& grads,
+                 float lr);
 
   // Counts a local step; every k_steps calls Sync(). Returns true when it synced.
   bool Step();

@@ -1,12 +1,12 @@
 // distributed_lookup_table and its gradient: embedding rows that live on the
 // parameter servers. Only the batch's distinct ids are pulled.
 #include <cstring>
-#include <unordered_map>
 
 #include "fleet/ps/ps_ops.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/ps/trainer_runtime.h"
+#include "ps/key_index.h"
 
 namespace flotilla::fleet {
 
@@ -31,14 +31,13 @@ struct UniqueIds {
 
 UniqueIds Distinct(const int64_t* ids, int64_t n, int64_t padding_idx) {
   UniqueIds u;
-  std::unordered_map<int64_t, int64_t> index;
-  index.reserve(static_cast<size_t>(n));
+  ps::KeyIndex index;
   u.position.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] == padding_idx) { u.position[i] = -1; continue; }
-    auto [it, fresh] = index.emplace(ids[i], static_cast<int64_t>(u.keys.size()));
+    auto [slot, fresh] = index.FindOrInsert(ids[i], static_cast<uint32_t>(u.keys.size()));
     if (fresh) u.keys.push_back(ids[i]);
-    u.position[i] = it->second;
+    u.position[i] = slot;
   }
   return u;
 }

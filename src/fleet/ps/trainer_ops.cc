@@ -113,16 +113,11 @@ void TrainerInitKernel(ExecutionContext& ctx) {
 }
 
 // GEO: sparse SGD on the locally cached rows (Paddle's GEO runs SGD only).
+// Rows are not merged first: SGD applied per repeated row is merged SGD.
 void GeoSparseSgd(ps::GeoCommunicator& geo, const std::string& name, const SelectedRows& grad,
                   float lr) {
-  SelectedRows merged = grad.MergeRows();
-  const std::vector<int64_t>& keys = merged.rows();
-  if (keys.empty()) return;
-  Tensor rows = geo.PullSparse(name, keys);
-  float* r = rows.data<float>();
-  const float* g = merged.value().data<float>();
-  for (int64_t i = 0, n = rows.numel(); i < n; ++i) r[i] -= lr * g[i];
-  geo.UpdateSparse(name, keys, rows);
+  if (grad.rows().empty()) return;
+  geo.SgdSparse(name, grad.rows(), grad.value(), lr);
 }
 
 void SendDense(const ExecutionContext& ctx, TrainerRuntime& rt) {
