@@ -1,7 +1,8 @@
 // The processes of the parameter-server integration tests.
 //
 //   equal  --role local|pserver|trainer ...   a small model with a sliced
-//          dense parameter and an is_sparse embedding, 20 SGD steps through
+//          dense parameter and an is_sparse embedding, 20 SGD (or
+//          --optimizer momentum) steps through
 //          the DistributeTranspiler (or locally on the combined batch); the
 //          last line is a JSON object of every parameter's values
 //   resume --phase 1|2 --model_dir D           a regression through the Fleet
@@ -35,6 +36,7 @@ struct Args {
   int trainers = 1, trainer_id = 0, steps = 20, phase = 1;
   float lr = 0.05f;
   std::string mode = "sync";  // resume: sync | geo (k_steps 10)
+  std::string optimizer = "sgd";  // equal: sgd | momentum (mu 0.9)
 };
 
 float Value(int64_t step, int64_t row, int64_t col) {
@@ -97,7 +99,11 @@ int RunEqual(const Args& a) {
   auto emb = layers::embedding(ids, {kVocab, 4}, /*is_sparse=*/true, false, -1, attr(0.5, 11));
   auto h = layers::fc(std::vector<Variable>{x, emb}, 16, 1, attr(0.05, 12), attr(0.1, 13), "tanh");
   auto loss = layers::mean(layers::square_error_cost(layers::fc(h, 1, 1, attr(0.3, 14), attr(0.1, 15)), y));
-  optimizer::SGD(a.lr).minimize(loss);
+  if (a.optimizer == "momentum") {
+    optimizer::Momentum(a.lr, 0.9f).minimize(loss);
+  } else {
+    optimizer::SGD(a.lr).minimize(loss);
+  }
   std::vector<std::string> params = Parameters(main);
   Executor exe(CPUPlace());
   if (a.role == "local") {
@@ -228,6 +234,7 @@ int main(int argc, char** argv) {
   app.add_option("--phase", a.phase);
   app.add_option("--lr", a.lr);
   app.add_option("--mode", a.mode);
+  app.add_option("--optimizer", a.optimizer)->check(CLI::IsMember({"sgd", "momentum"}));
   app.add_option("--model_dir", a.model_dir);
   CLI11_PARSE(app, argc, argv);
   try {

@@ -66,6 +66,8 @@ PsTableInfo TableOf(const Program& startup, const Block& main, const OpDesc& opt
   t.beta1 = opt.AttrOr<float>("beta1", t.beta1);
   t.beta2 = opt.AttrOr<float>("beta2", t.beta2);
   t.epsilon = opt.AttrOr<float>("epsilon", opt.type == "adagrad" ? 1e-6f : t.epsilon);
+  t.momentum = opt.AttrOr<float>("mu", t.momentum);
+  t.use_nesterov = opt.AttrOr<bool>("use_nesterov", t.use_nesterov);
   return t;
 }
 

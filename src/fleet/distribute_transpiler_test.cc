@@ -7,6 +7,7 @@
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/error.h"
 #include "flotilla/framework/op_registry.h"
+#include "flotilla/ps/update_rule.h"
 
 namespace flotilla::fleet {
 namespace {
@@ -121,7 +122,25 @@ TEST(DistributeTranspiler, GeoKeepsLocalDenseSgdAndStepsTheCommunicator) {
   EXPECT_EQ(n.main.global_block().op(0).Attr<int32_t>("k_steps"), 7);
 }
 
-TEST(DistributeTranspiler, RejectsBadEndpointsAndServerlessOptimizers) {
+TEST(DistributeTranspiler, MomentumTablesCarryMuAndNesterov) {
+  Net n;
+  optimizer::Momentum momentum(0.1f, 0.8f, /*use_nesterov=*/true);
+  Build(n, momentum);
+  DistributeTranspiler t;
+  t.transpile(0, "127.0.0.1:7001", 1, true, &n.main, &n.startup);
+  ASSERT_FALSE(t.tables().empty());
+  for (const auto& table : t.tables()) {
+    EXPECT_EQ(table.optimizer, "momentum") << table.name;
+    EXPECT_FLOAT_EQ(table.momentum, 0.8f) << table.name;
+    EXPECT_TRUE(table.use_nesterov) << table.name;
+    EXPECT_EQ(ps::MakeUpdateRule(RuleConfig(table))->name(), "momentum_nesterov");
+  }
+  auto back = TablesFromJson(TablesToJson(t.tables()), "test");
+  EXPECT_FLOAT_EQ(back.at(0).momentum, 0.8f);
+  EXPECT_TRUE(back.at(0).use_nesterov);
+}
+
+TEST(DistributeTranspiler, RejectsBadEndpointsAndGeoWithoutSgd) {
   Net a;
   optimizer::SGD sgd(0.1f);
   Build(a, sgd);
@@ -131,10 +150,11 @@ TEST(DistributeTranspiler, RejectsBadEndpointsAndServerlessOptimizers) {
   optimizer::Momentum momentum(0.1f, 0.9f);
   Build(b, momentum);
   try {
-    DistributeTranspiler().transpile(0, "127.0.0.1:7001", 1, true, &b.main, &b.startup);
-    FAIL() << "momentum was accepted";
+    DistributeTranspiler({.mode = "geo", .geo_k_steps = 7})
+        .transpile(0, "127.0.0.1:7001", 1, true, &b.main, &b.startup);
+    FAIL() << "GEO with momentum was accepted";
   } catch (const Unimplemented& e) {
-    EXPECT_NE(std::string(e.what()).find("momentum"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("SGD"), std::string::npos) << e.what();
   }
 }
 

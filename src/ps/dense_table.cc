@@ -88,6 +88,14 @@ void DenseTable::Accumulate(int block_id, std::span<const float> grad) {
   for (size_t i = 0; i < grad.size(); ++i) b.pending[i] += grad[i];
 }
 
+bool DenseTable::HasPending() const {
+  for (const auto& b : blocks_) {
+    std::lock_guard<std::mutex> lock(b->mu);
+    if (!b->pending.empty()) return true;
+  }
+  return false;
+}
+
 void DenseTable::ApplyPending(int divisor) {
   FLOTILLA_ENFORCE_GE(divisor, 1, "dense table '", name(), "' ApplyPending");
   const float scale = 1.0f / static_cast<float>(divisor);

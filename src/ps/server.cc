@@ -36,8 +36,14 @@ PsServer::State::State(PsServerOptions opts)
 
 PsServer::State::~State() = default;
 
+// A sync round: a barrier at which gradients are pending somewhere. Other
+// barriers (start-up, saving) are not training steps and apply nothing.
 void PsServer::State::ApplyPending(int live_trainers) {
   if (options.mode != PsMode::kSync) return;
+  bool round = false;
+  for (auto& [name, table] : dense) round = round || table->HasPending();
+  for (auto& [name, table] : sparse) round = round || table->HasPending();
+  if (!round) return;
   for (auto& [name, table] : dense) table->ApplyPending(live_trainers);
   for (auto& [name, table] : sparse) table->ApplyPending(live_trainers);
 }

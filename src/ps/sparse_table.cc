@@ -1,6 +1,7 @@
 #include "flotilla/ps/sparse_table.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -27,7 +28,9 @@ SparseTable::SparseTable(SparseTableConfig config) : config_(std::move(config)) 
   FLOTILLA_ENFORCE(config_.rule != nullptr, "sparse table '", config_.name, "' needs an update rule");
   FLOTILLA_ENFORCE_GE(config_.dim, 1, "sparse table '", config_.name, "' dim");
   FLOTILLA_ENFORCE_GE(config_.num_shards, 1, "sparse table '", config_.name, "' num_shards");
-  state_size_ = config_.rule->StateSize(config_.dim);
+  rule_state_ = config_.rule->StateSize(config_.dim);
+  stamped_ = config_.rule->advances();
+  state_size_ = rule_state_ + (stamped_ ? kStampFloats : 0);
   for (int i = 0; i < config_.num_shards; ++i) shards_.push_back(std::make_unique<Shard>());
 }
 
@@ -64,15 +67,37 @@ void SparseTable::CheckSpan(size_t keys, size_t values, const char* op) const {
 }
 
 // Appends the row of a key just inserted at the end of the shard: initial
-// values from the initializer, fresh rule state.
+// values from the initializer, fresh rule state, current as of now.
 void SparseTable::AppendRow(Shard& shard, int64_t key) const {
   const size_t stride = config_.dim + state_size_;
   shard.keys.push_back(key);
   shard.data.resize(shard.data.size() + stride);
   std::span<float> row(shard.data.data() + shard.data.size() - stride, stride);
   FillInitial(config_.initializer, key, 0, row.first(config_.dim));
-  config_.rule->InitState(config_.dim, row.subspan(config_.dim));
+  config_.rule->InitState(config_.dim, row.subspan(config_.dim, rule_state_));
+  if (stamped_) SetStamp(row.data(), step_.load());
 }
+
+// Rows of an advancing rule end with the step they are current at: an
+// int64 in the last kStampFloats floats.
+int64_t SparseTable::StampOf(const float* row) const {
+  int64_t step;
+  std::memcpy(&step, row + config_.dim + rule_state_, sizeof step);
+  return step;
+}
+
+void SparseTable::SetStamp(float* row, int64_t step) const {
+  std::memcpy(row + config_.dim + rule_state_, &step, sizeof step);
+}
+
+void SparseTable::CatchUp(float* row, int64_t now) const {
+  const int64_t missed = now - StampOf(row);
+  if (missed <= 0) return;
+  config_.rule->Advance(row, row + config_.dim, config_.dim, missed);
+  SetStamp(row, now);
+}
+
+int64_t SparseTable::Now() const { return stamped_ ? step_.load() : kNoCatchUp; }
 
 // The slot of `key`, its row created when missing. Callers hold the shard
 // lock. Inline: batches call it per key, and the found case is a probe.
@@ -103,14 +128,15 @@ struct RowBatch {
 
 // Calls fn(rows, positions) once per shard the batch touches, under the
 // shard's lock: rows[j] is the row (values, then rule state) of
-// keys[positions[j]], created when missing. Keys are grouped by shard so
+// keys[positions[j]], created when missing and, unless `now` is
+// kNoCatchUp, brought up to step `now` (see UpdateRule::advances). Keys are grouped by shard so
 // each lock is taken once per batch; keys of one shard keep their order
 // (repeated keys apply in order). Resolving a shard's rows prefetches
 // index entries kLookAhead keys ahead, then every row, so the caller's
 // pass over them runs from cache. A batch is not atomic across shards,
 // which none of the modes needs.
 template <typename Fn>
-void SparseTable::ForEachShard(std::span<const int64_t> keys, Fn&& fn) {
+void SparseTable::ForEachShard(std::span<const int64_t> keys, int64_t now, Fn&& fn) {
   constexpr size_t kLookAhead = 16;
   thread_local RowBatch batch;
   const size_t n = shards_.size(), count = keys.size();
@@ -150,14 +176,17 @@ void SparseTable::ForEachShard(std::span<const int64_t> keys, Fn&& fn) {
       rows[k] = data + size_t{slot[k]} * stride;
       __builtin_prefetch(rows[k]);
     }
+    if (now != kNoCatchUp) {
+      for (size_t k = begin; k < end; ++k) CatchUp(rows[k], now);
+    }
     fn(std::span<float* const>(rows + begin, end - begin),
        std::span<const uint32_t>(order + begin, end - begin));
   }
 }
 
 template <typename Fn>
-void SparseTable::ForEachRow(std::span<const int64_t> keys, Fn&& fn) {
-  ForEachShard(keys, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+void SparseTable::ForEachRow(std::span<const int64_t> keys, int64_t now, Fn&& fn) {
+  ForEachShard(keys, now, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
     for (size_t j = 0; j < rows.size(); ++j) fn(rows[j], positions[j]);
   });
 }
@@ -165,17 +194,22 @@ void SparseTable::ForEachRow(std::span<const int64_t> keys, Fn&& fn) {
 void SparseTable::Pull(std::span<const int64_t> keys, std::span<float> out) {
   CheckSpan(keys.size(), out.size(), "Pull");
   const size_t d = dim();
-  ForEachRow(keys, [&](const float* row, size_t i) { CopyRow(&out[i * d], row, d); });
+  ForEachRow(keys, Now(), [&](const float* row, size_t i) { CopyRow(&out[i * d], row, d); });
 }
 
 void SparseTable::Push(std::span<const int64_t> keys, std::span<const float> grads) {
   CheckSpan(keys.size(), grads.size(), "Push");
   const size_t d = dim();
   thread_local std::vector<const float*> grad_of;
-  ForEachShard(keys, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+  // Each push is a step of an advancing rule: rows catch up to the step
+  // before it, then stand at the step after it.
+  const int64_t step = stamped_ ? step_.fetch_add(1) : kNoCatchUp;
+  ForEachShard(keys, step, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
     grad_of.resize(rows.size());
     for (size_t j = 0; j < rows.size(); ++j) grad_of[j] = grads.data() + positions[j] * d;
     config_.rule->ApplyRows(rows, grad_of, dim());
+    if (step == kNoCatchUp) return;
+    for (float* row : rows) SetStamp(row, std::max(StampOf(row), step + 1));
   });
 }
 
@@ -191,16 +225,27 @@ void SparseTable::Accumulate(std::span<const int64_t> keys, std::span<const floa
   }
 }
 
+bool SparseTable::HasPending() const {
+  for (const auto& s : shards_) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (!s->pending.empty()) return true;
+  }
+  return false;
+}
+
 void SparseTable::ApplyPending(int divisor) {
   FLOTILLA_ENFORCE_GE(divisor, 1, "sparse table '", name(), "' ApplyPending");
   const float scale = 1.0f / static_cast<float>(divisor);
   const size_t d = dim();
+  const int64_t step = step_.fetch_add(1);  // a round is one step
   for (const auto& s : shards_) {
     std::lock_guard<std::mutex> lock(s->mu);
     for (auto& [key, grad] : s->pending) {
       for (float& g : grad) g *= scale;
       std::span<float> row = RowOf(*s, key);
-      config_.rule->Apply(row.first(d), row.subspan(d), grad);
+      if (stamped_) CatchUp(row.data(), step);
+      config_.rule->Apply(row.first(d), row.subspan(d, rule_state_), grad);
+      if (stamped_) SetStamp(row.data(), step + 1);
     }
     s->pending.clear();
   }
@@ -209,7 +254,7 @@ void SparseTable::ApplyPending(int divisor) {
 void SparseTable::PushDelta(std::span<const int64_t> keys, std::span<const float> deltas) {
   CheckSpan(keys.size(), deltas.size(), "PushDelta");
   const size_t d = dim();
-  ForEachRow(keys, [&](float* row, size_t i) {
+  ForEachRow(keys, Now(), [&](float* row, size_t i) {
     for (size_t j = 0; j < d; ++j) row[j] += deltas[i * d + j];
   });
 }
@@ -217,7 +262,7 @@ void SparseTable::PushDelta(std::span<const int64_t> keys, std::span<const float
 void SparseTable::Set(std::span<const int64_t> keys, std::span<const float> values) {
   CheckSpan(keys.size(), values.size(), "Set");
   const size_t d = dim();
-  ForEachRow(keys, [&](float* row, size_t i) { CopyRow(row, &values[i * d], d); });
+  ForEachRow(keys, Now(), [&](float* row, size_t i) { CopyRow(row, &values[i * d], d); });
 }
 
 std::string SparseTable::Serialize() const {
@@ -236,6 +281,7 @@ std::string SparseTable::Serialize() const {
   w.Put<int64_t>(dim());
   w.PutString(rule().name());
   w.Put<int64_t>(state_size_);
+  if (stamped_) w.Put<int64_t>(step_.load());
   w.Put<uint64_t>(rows.size());
   for (const auto& [key, row] : rows) {
     w.Put<int64_t>(key);
@@ -256,6 +302,7 @@ void SparseTable::Deserialize(std::string_view image, const std::string& what) {
   FLOTILLA_CHECK(stored_rule == rule().name() && stored_state == state_size_, Corruption, what,
                  ": table '", name(), "' was saved with rule '", stored_rule,
                  "', this server uses '", rule().name(), "'");
+  const int64_t step = stamped_ ? r.Get<int64_t>() : 0;
   const uint64_t count = r.Get<uint64_t>();
   const size_t stride = dim() + state_size_;
   std::vector<Shard> loaded(shards_.size());
@@ -276,6 +323,7 @@ void SparseTable::Deserialize(std::string_view image, const std::string& what) {
     shards_[i]->data = std::move(loaded[i].data);
     shards_[i]->pending.clear();
   }
+  step_ = step;
 }
 
 }  // namespace flotilla::ps

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "flotilla/common/error.h"
@@ -27,6 +28,42 @@ SparseTableConfig SparseConfig(int64_t dim, UpdateRuleConfig rule = UpdateRuleCo
   c.initializer = InitializerConfig::Uniform(-1.0f, 1.0f, 9);
   c.num_shards = 4;
   return c;
+}
+
+// A momentum row that no gradient reaches still moves every step; the
+// table catches it up when it is next touched, so lazily kept rows end
+// where rows updated every step (with zero gradients) do.
+TEST(SparseTable, MomentumRowsCatchUpOnTheStepsTheyMissed) {
+  const auto rule = UpdateRuleConfig::Momentum(0.1f, 0.9f);
+  SparseTable lazy(SparseConfig(2, rule)), eager(SparseConfig(2, rule));
+  const std::vector<int64_t> both{3, 8};
+  std::vector<float> g{1.0f, -1.0f, 0.5f, 0.25f}, a(4), b(4), first(2);
+  for (int round = 0; round < 6; ++round) {
+    // lazy: only key 3 gets a gradient after round 0; eager: both keys, key 8's zero
+    if (round == 0) {
+      lazy.Accumulate(both, g);
+      eager.Accumulate(both, g);
+    } else {
+      lazy.Accumulate(std::vector<int64_t>{3}, std::span<const float>(g).first(2));
+      std::vector<float> mixed{g[0], g[1], 0.0f, 0.0f};
+      eager.Accumulate(both, mixed);
+    }
+    lazy.ApplyPending(1);
+    eager.ApplyPending(1);
+    if (round == 0) eager.Pull(std::vector<int64_t>{8}, first);
+  }
+  lazy.Pull(both, a);
+  eager.Pull(both, b);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(a[i], b[i], 1e-6) << i;
+  // async pushes are steps too; a saved table keeps its step
+  lazy.Push(std::vector<int64_t>{3}, std::span<const float>(g).first(2));
+  eager.Push(both, std::vector<float>{g[0], g[1], 0.0f, 0.0f});
+  SparseTable loaded(SparseConfig(2, rule));
+  loaded.Deserialize(lazy.Serialize(), "image");
+  loaded.Pull(both, a);
+  eager.Pull(both, b);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(a[i], b[i], 1e-6) << i;
+  EXPECT_GT(std::abs(a[2] - first[0]), 0.1f) << "key 8 kept moving without gradients";
 }
 
 TEST(DenseTable, ServersHoldDisjointBlocksCoveringTheParameter) {

@@ -17,6 +17,15 @@ UpdateRuleConfig UpdateRuleConfig::Sgd(float lr) {
   return c;
 }
 
+UpdateRuleConfig UpdateRuleConfig::Momentum(float lr, float momentum, bool use_nesterov) {
+  UpdateRuleConfig c;
+  c.kind = Kind::kMomentum;
+  c.learning_rate = lr;
+  c.momentum = momentum;
+  c.use_nesterov = use_nesterov;
+  return c;
+}
+
 UpdateRuleConfig UpdateRuleConfig::Adagrad(float lr, float epsilon) {
   UpdateRuleConfig c;
   c.kind = Kind::kAdagrad;
@@ -73,6 +82,38 @@ class SgdRule : public RuleBase<SgdRule> {
 
  private:
   float lr_;
+};
+
+// State: the velocity, one float per value.
+class MomentumRule : public RuleBase<MomentumRule> {
+ public:
+  explicit MomentumRule(const UpdateRuleConfig& c) : c_(c) {}
+  std::string name() const override { return c_.use_nesterov ? "momentum_nesterov" : "momentum"; }
+  int64_t StateSize(int64_t dim) const override { return dim; }
+  void Step(float* p, float* v, const float* g, size_t n) const {
+    const float mu = c_.momentum, lr = c_.learning_rate;
+    for (size_t i = 0; i < n; ++i) {
+      v[i] = mu * v[i] + g[i];
+      p[i] -= lr * (c_.use_nesterov ? g[i] + mu * v[i] : v[i]);
+    }
+  }
+  bool advances() const override { return true; }
+  // With g = 0 step k has v_k = mu^k v_0 and moves p by lr * v_k (plain)
+  // or lr * mu * v_k (Nesterov): over `steps` steps p moves by
+  // lr * v_0 * S (times mu for Nesterov), S = mu + mu^2 + ... + mu^steps.
+  void Advance(float* p, float* v, int64_t dim, int64_t steps) const override {
+    const double mu = c_.momentum;
+    const double decay = std::pow(mu, static_cast<double>(steps));
+    const double sum = mu == 1.0 ? static_cast<double>(steps) : mu * (1.0 - decay) / (1.0 - mu);
+    const double move = c_.learning_rate * sum * (c_.use_nesterov ? mu : 1.0);
+    for (int64_t i = 0; i < dim; ++i) {
+      p[i] = static_cast<float>(p[i] - move * v[i]);
+      v[i] = static_cast<float>(decay * v[i]);
+    }
+  }
+
+ private:
+  UpdateRuleConfig c_;
 };
 
 // State: the squared-gradient accumulator, one float per value.
@@ -140,6 +181,7 @@ std::shared_ptr<const UpdateRule> MakeUpdateRule(const UpdateRuleConfig& config)
   using Kind = UpdateRuleConfig::Kind;
   switch (config.kind) {
     case Kind::kSgd: return std::make_shared<SgdRule>(config.learning_rate);
+    case Kind::kMomentum: return std::make_shared<MomentumRule>(config);
     case Kind::kAdagrad: return std::make_shared<AdagradRule>(config);
     case Kind::kAdam: return std::make_shared<AdamRule>(config);
     case Kind::kGeoSum: return std::make_shared<GeoSumRule>();

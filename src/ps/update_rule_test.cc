@@ -29,6 +29,57 @@ TEST(UpdateRule, SgdHandComputed) {
   EXPECT_EQ(rule->StateSize(2), 0);
 }
 
+// Paddle's momentum op, step by step in double precision.
+struct MomentumRef {
+  double lr, mu;
+  bool nesterov;
+  double p, v = 0;
+  void Step(double g) {
+    v = mu * v + g;
+    p -= lr * (nesterov ? g + mu * v : v);
+  }
+};
+
+TEST(UpdateRule, MomentumMatchesPaddlesOpPlainAndNesterov) {
+  for (bool nesterov : {false, true}) {
+    auto rule = MakeUpdateRule(UpdateRuleConfig::Momentum(0.1f, 0.9f, nesterov));
+    EXPECT_EQ(rule->name(), nesterov ? "momentum_nesterov" : "momentum");
+    EXPECT_EQ(rule->StateSize(3), 3);
+    EXPECT_TRUE(rule->advances());
+    Entry e = Fresh(*rule, {1.0f});
+    MomentumRef ref{0.1, 0.9, nesterov, 1.0};
+    for (double g : {0.5, -0.25, 1.0, 0.0, 0.3}) {
+      std::vector<float> grad{float(g)};
+      rule->Apply(e.value, e.state, grad);
+      ref.Step(g);
+      EXPECT_NEAR(e.value[0], ref.p, 1e-6) << "nesterov " << nesterov;
+      EXPECT_NEAR(e.state[0], ref.v, 1e-6) << "nesterov " << nesterov;
+    }
+  }
+}
+
+// Advance(k) is k zero-gradient steps: what a sparse row missed while no
+// gradient reached it.
+TEST(UpdateRule, MomentumAdvanceEqualsZeroGradientSteps) {
+  for (bool nesterov : {false, true}) {
+    for (float mu : {0.9f, 1.0f}) {
+      auto rule = MakeUpdateRule(UpdateRuleConfig::Momentum(0.05f, mu, nesterov));
+      Entry e = Fresh(*rule, {2.0f, -1.0f});
+      std::vector<float> g{0.7f, -0.4f};
+      rule->Apply(e.value, e.state, g);  // a velocity to decay
+      Entry stepped = e;
+      std::vector<float> zero{0.0f, 0.0f};
+      for (int k = 0; k < 7; ++k) rule->Apply(stepped.value, stepped.state, zero);
+      rule->Advance(e.value.data(), e.state.data(), 2, 7);
+      for (int i = 0; i < 2; ++i) {
+        EXPECT_NEAR(e.value[i], stepped.value[i], 1e-5) << "nesterov " << nesterov << " mu " << mu;
+        EXPECT_NEAR(e.state[i], stepped.state[i], 1e-5) << "nesterov " << nesterov << " mu " << mu;
+      }
+    }
+  }
+  EXPECT_FALSE(MakeUpdateRule(UpdateRuleConfig::Adam(0.1f))->advances());
+}
+
 TEST(UpdateRule, AdagradHandComputed) {
   auto rule = MakeUpdateRule(UpdateRuleConfig::Adagrad(0.1f, 1e-6f));
   Entry e = Fresh(*rule, {1.0f});

@@ -68,9 +68,11 @@ struct PsTableInfo {
   bool distributed = false;  // is_distributed: no copy on the trainers
   Dims dims;
   std::string grad;
-  std::string optimizer;     // sgd | adagrad | adam
+  std::string optimizer;     // sgd | momentum | adagrad | adam
   float learning_rate = 0;
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
+  float momentum = 0.9f;      // momentum's mu
+  bool use_nesterov = false;
   // Initialiser of sparse rows on the servers: the startup op's kind.
   std::string init_kind = "constant";  // constant | uniform | normal
   float init_a = 0, init_b = 0;        // value | (min, max) | (mean, std)

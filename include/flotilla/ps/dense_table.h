@@ -53,6 +53,7 @@ class DenseTable {
   // Applies (pending sum / divisor) to every block that received gradients
   // since the last call, then clears the sums.
   void ApplyPending(int divisor);
+  bool HasPending() const;
   // value += delta (GEO).
   void PushDelta(int block_id, std::span<const float> delta);
   // Overwrites the values (seeding from trainer 0, loading); state is kept.

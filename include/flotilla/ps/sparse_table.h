@@ -2,6 +2,7 @@
 // first pull with the table's initializer.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -48,8 +49,10 @@ class SparseTable {
   // Adds to the pending per-row sums (sync mode); see ApplyPending.
   void Accumulate(std::span<const int64_t> keys, std::span<const float> grads);
   // Applies (pending sum / divisor) to every row that received gradients
-  // since the last call, then clears the sums.
+  // since the last call, then clears the sums. Each call is one step (rows
+  // of an advancing rule that received nothing catch up when next touched).
   void ApplyPending(int divisor);
+  bool HasPending() const;
   // row += delta (GEO).
   void PushDelta(std::span<const int64_t> keys, std::span<const float> deltas);
   // Overwrites rows (state kept or created).
@@ -63,19 +66,29 @@ class SparseTable {
 
  private:
   struct Shard;
+  static constexpr int64_t kStampFloats = 2;  // an int64 step per row (advancing rules)
+  static constexpr int64_t kNoCatchUp = -1;
   size_t ShardIndex(uint64_t hash) const;
+  int64_t StampOf(const float* row) const;
+  void SetStamp(float* row, int64_t step) const;
+  void CatchUp(float* row, int64_t now) const;
+  int64_t Now() const;  // the step rows catch up to on access, or kNoCatchUp
   uint32_t SlotOf(Shard& shard, int64_t key, uint64_t hash) const;
   void AppendRow(Shard& shard, int64_t key) const;
   std::span<float> RowOf(Shard& shard, int64_t key) const;
   Shard& ShardOf(int64_t key) const;
   template <typename Fn>
-  void ForEachShard(std::span<const int64_t> keys, Fn&& fn);
+  void ForEachShard(std::span<const int64_t> keys, int64_t now, Fn&& fn);
   template <typename Fn>
-  void ForEachRow(std::span<const int64_t> keys, Fn&& fn);
+  void ForEachRow(std::span<const int64_t> keys, int64_t now, Fn&& fn);
   void CheckSpan(size_t keys, size_t values, const char* op) const;
 
   SparseTableConfig config_;
-  int64_t state_size_ = 0;  // floats of rule state per row
+  int64_t rule_state_ = 0;  // floats of rule state per row
+  bool stamped_ = false;    // the rule advances: rows carry a step stamp
+  int64_t state_size_ = 0;  // floats after a row's values: rule state, then the stamp
+  // Steps so far (pushes in async mode, rounds in sync mode), for advancing rules.
+  std::atomic<int64_t> step_{0};
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

@@ -15,7 +15,8 @@ namespace flotilla::ps {
 class UpdateRule {
  public:
   virtual ~UpdateRule() = default;
-  // "sgd", "adagrad", "adam", "geo_sum"; recorded in saved tables.
+  // "sgd", "momentum", "momentum_nesterov", "adagrad", "adam", "geo_sum";
+  // recorded in saved tables.
   virtual std::string name() const = 0;
   // Floats of state kept beside an entry of `dim` values.
   virtual int64_t StateSize(int64_t dim) const = 0;
@@ -29,17 +30,28 @@ class UpdateRule {
   // call per batch rather than per row.
   virtual void ApplyRows(std::span<float* const> rows, std::span<const float* const> grads,
                          int64_t dim) const = 0;
+  // Whether an entry keeps changing on steps without a gradient for it
+  // (momentum: the velocity keeps moving the value). Sparse tables then
+  // bring a row up to date when it is next touched, calling Advance with
+  // the steps it missed, so a row updated lazily ends where one updated
+  // every step with a zero gradient would.
+  virtual bool advances() const { return false; }
+  // `steps` zero-gradient steps on an entry of `dim` values, in closed form.
+  virtual void Advance(float* value, float* state, int64_t dim, int64_t steps) const {}
 };
 
 struct UpdateRuleConfig {
-  enum class Kind { kSgd, kAdagrad, kAdam, kGeoSum };
+  enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kGeoSum };
   Kind kind = Kind::kSgd;
   float learning_rate = 0.01f;
+  float momentum = 0.9f;       // Momentum
+  bool use_nesterov = false;   // Momentum
   float beta1 = 0.9f, beta2 = 0.999f;  // Adam
   float epsilon = 1e-8f;               // Adam; Adagrad uses epsilon too (Paddle: 1e-6)
   float initial_accumulator = 0.0f;    // Adagrad
 
   static UpdateRuleConfig Sgd(float lr);
+  static UpdateRuleConfig Momentum(float lr, float momentum, bool use_nesterov = false);
   static UpdateRuleConfig Adagrad(float lr, float epsilon = 1e-6f);
   static UpdateRuleConfig Adam(float lr, float beta1 = 0.9f, float beta2 = 0.999f,
                                float epsilon = 1e-8f);
@@ -47,6 +59,7 @@ struct UpdateRuleConfig {
 };
 
 // SGD:     p -= lr * g
+// Momentum: v = mu v + g;  p -= lr * (nesterov ? g + mu v : v)  (Paddle's momentum op)
 // Adagrad: m += g*g;  p -= lr * g / (sqrt(m) + eps)           (Paddle's adagrad op)
 // Adam:    b1p *= b1; b2p *= b2; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g*g;
 //          p -= lr * sqrt(1-b2p)/(1-b1p) * m / (sqrt(v) + eps)  (Paddle's adam op)

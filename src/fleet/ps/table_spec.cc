@@ -13,7 +13,8 @@ nlohmann::json ToJson(const PsTableInfo& t) {
   return {{"name", t.name},         {"sparse", t.sparse},      {"distributed", t.distributed},
           {"dims", t.dims},         {"grad", t.grad},          {"optimizer", t.optimizer},
           {"lr", t.learning_rate},  {"beta1", t.beta1},        {"beta2", t.beta2},
-          {"epsilon", t.epsilon},   {"init_kind", t.init_kind}, {"init_a", t.init_a},
+          {"epsilon", t.epsilon},   {"momentum", t.momentum},  {"use_nesterov", t.use_nesterov},
+          {"init_kind", t.init_kind}, {"init_a", t.init_a},
           {"init_b", t.init_b},     {"init_seed", t.init_seed}};
 }
 
@@ -29,6 +30,8 @@ PsTableInfo FromJson(const nlohmann::json& j) {
   t.beta1 = j.at("beta1").get<float>();
   t.beta2 = j.at("beta2").get<float>();
   t.epsilon = j.at("epsilon").get<float>();
+  t.momentum = j.at("momentum").get<float>();
+  t.use_nesterov = j.at("use_nesterov").get<bool>();
   t.init_kind = j.at("init_kind").get<std::string>();
   t.init_a = j.at("init_a").get<float>();
   t.init_b = j.at("init_b").get<float>();
@@ -68,12 +71,15 @@ int64_t Numel(const Dims& dims) {
 
 ps::UpdateRuleConfig RuleConfig(const PsTableInfo& t) {
   if (t.optimizer == "sgd") return ps::UpdateRuleConfig::Sgd(t.learning_rate);
+  if (t.optimizer == "momentum") {
+    return ps::UpdateRuleConfig::Momentum(t.learning_rate, t.momentum, t.use_nesterov);
+  }
   if (t.optimizer == "adagrad") return ps::UpdateRuleConfig::Adagrad(t.learning_rate, t.epsilon);
   if (t.optimizer == "adam") {
     return ps::UpdateRuleConfig::Adam(t.learning_rate, t.beta1, t.beta2, t.epsilon);
   }
   FLOTILLA_THROW(Unimplemented, "parameter '", t.name, "': optimizer '", t.optimizer,
-                 "' cannot run on parameter servers (sgd, adagrad, adam can)");
+                 "' cannot run on parameter servers (sgd, momentum, adagrad, adam can)");
 }
 
 ps::InitializerConfig InitConfig(const PsTableInfo& t) {
