@@ -11,44 +11,21 @@ void UpdateRule::InitState(int64_t dim, std::span<float> state) const {
   std::fill(state.begin(), state.end(), 0.0f);
 }
 
-UpdateRuleConfig UpdateRuleConfig::Sgd(float lr) {
-  UpdateRuleConfig c;
-  c.learning_rate = lr;
-  return c;
-}
+UpdateRuleConfig UpdateRuleConfig::Sgd(float lr) { return {.learning_rate = lr}; }
 
 UpdateRuleConfig UpdateRuleConfig::Momentum(float lr, float momentum, bool use_nesterov) {
-  UpdateRuleConfig c;
-  c.kind = Kind::kMomentum;
-  c.learning_rate = lr;
-  c.momentum = momentum;
-  c.use_nesterov = use_nesterov;
-  return c;
+  return {.kind = Kind::kMomentum, .learning_rate = lr, .momentum = momentum, .use_nesterov = use_nesterov};
 }
 
 UpdateRuleConfig UpdateRuleConfig::Adagrad(float lr, float epsilon) {
-  UpdateRuleConfig c;
-  c.kind = Kind::kAdagrad;
-  c.learning_rate = lr;
-  c.epsilon = epsilon;
-  return c;
+  return {.kind = Kind::kAdagrad, .learning_rate = lr, .epsilon = epsilon};
 }
 
 UpdateRuleConfig UpdateRuleConfig::Adam(float lr, float beta1, float beta2, float epsilon) {
-  UpdateRuleConfig c;
-  c.kind = Kind::kAdam;
-  c.learning_rate = lr;
-  c.beta1 = beta1;
-  c.beta2 = beta2;
-  c.epsilon = epsilon;
-  return c;
+  return {.kind = Kind::kAdam, .learning_rate = lr, .beta1 = beta1, .beta2 = beta2, .epsilon = epsilon};
 }
 
-UpdateRuleConfig UpdateRuleConfig::GeoSum() {
-  UpdateRuleConfig c;
-  c.kind = Kind::kGeoSum;
-  return c;
-}
+UpdateRuleConfig UpdateRuleConfig::GeoSum() { return {.kind = Kind::kGeoSum}; }
 
 namespace {
 
