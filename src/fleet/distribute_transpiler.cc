@@ -28,13 +28,20 @@ const OpDesc* InitOpOf(const Program& startup, const std::string& name) {
   return nullptr;
 }
 
-float LearningRate(const Program& startup, const OpDesc& opt) {
+// The optimizer's constant rate; 0 for a scheduled rate (a variable the
+// main program computes), which trainers send with every push.
+float LearningRate(const Program& startup, const Block& main, const OpDesc& opt) {
   const std::string& lr = opt.Input("LearningRate");
   const OpDesc* init = InitOpOf(startup, lr);
-  FLOTILLA_CHECK(init != nullptr && init->type == "fill_constant", InvalidArgument,
-                 "DistributeTranspiler: learning rate '", lr, "' of ", opt.type,
-                 " is not a constant set by the startup program");
-  return init->Attr<float>("value");
+  if (init != nullptr && init->type == "fill_constant") return init->Attr<float>("value");
+  const bool computed = std::any_of(main.ops().begin(), main.ops().end(), [&](const auto& op) {
+    auto outs = op->OutputArgumentNames();
+    return std::find(outs.begin(), outs.end(), lr) != outs.end();
+  });
+  FLOTILLA_CHECK(computed, InvalidArgument, "DistributeTranspiler: learning rate '", lr, "' of ",
+                 opt.type, " is neither a constant set by the startup program nor computed by the "
+                 "main program");
+  return 0.0f;
 }
 
 void ReadInitializer(const Program& startup, PsTableInfo& t) {
@@ -62,7 +69,7 @@ PsTableInfo TableOf(const Program& startup, const Block& main, const OpDesc& opt
   t.grad = pg.at(1);
   t.dims = main.Var(t.name).shape;
   t.optimizer = opt.type;
-  t.learning_rate = LearningRate(startup, opt);
+  t.learning_rate = LearningRate(startup, main, opt);
   t.beta1 = opt.AttrOr<float>("beta1", t.beta1);
   t.beta2 = opt.AttrOr<float>("beta2", t.beta2);
   t.epsilon = opt.AttrOr<float>("epsilon", opt.type == "adagrad" ? 1e-6f : t.epsilon);

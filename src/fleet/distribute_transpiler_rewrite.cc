@@ -1,6 +1,7 @@
 // The trainer-side rewrite of DistributeTranspiler: drop the optimizer ops,
 // redirect server-table lookups, add the ps_* ops.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "fleet/ps/table_spec.h"
@@ -65,30 +66,35 @@ void RedirectLookups(Block& b, const std::vector<PsTableInfo>& tables) {
   }
 }
 
+// Per table (in dense / sparse order): name, gradient and the learning-rate
+// variable its optimizer op read. Pushes carry that variable's value, so a
+// scheduled rate reaches the servers step by step; GEO's local sparse SGD
+// reads it too.
 struct Parts {
-  Strings dense, dense_grads, sparse, sparse_grads, sparse_lrs, seed_sparse;
+  Strings dense, dense_grads, dense_lrs, sparse, sparse_grads, sparse_lrs, seed_sparse;
   std::vector<int64_t> widths;
 };
 
 Parts Split(const Block& b, const std::vector<PsTableInfo>& tables) {
+  std::map<std::string, std::string> lr_of;  // parameter → learning-rate variable
+  for (const auto& op : b.ops()) {
+    if ((op->Role() & kOpRoleOptimize) == 0 || !op->HasAttr(kOpRoleVarAttr)) continue;
+    lr_of[op->Attr<Strings>(kOpRoleVarAttr).at(0)] = op->Input("LearningRate");
+  }
   Parts p;
   for (const auto& t : tables) {
+    const std::string& lr = lr_of.at(t.name);
     if (!t.sparse) {
       p.dense.push_back(t.name);
       p.dense_grads.push_back(t.grad);
+      p.dense_lrs.push_back(lr);
       p.widths.push_back(RowWidth(t.dims));
       continue;
     }
     p.sparse.push_back(t.name);
     p.sparse_grads.push_back(t.grad);
+    p.sparse_lrs.push_back(lr);
     if (!t.distributed) p.seed_sparse.push_back(t.name);
-  }
-  // The learning rates GEO's local sparse SGD reads.
-  for (const auto& op : b.ops()) {
-    if ((op->Role() & kOpRoleOptimize) == 0 || !op->HasAttr(kOpRoleVarAttr)) continue;
-    auto pg = op->Attr<Strings>(kOpRoleVarAttr);
-    const PsTableInfo* t = FindTable(tables, pg.at(0));
-    if (t != nullptr && t->sparse) p.sparse_lrs.push_back(op->Input("LearningRate"));
   }
   return p;
 }
@@ -137,8 +143,9 @@ void DistributeTranspiler::RewriteTrainer(Program& main) const {
                     .Set("token", config_.token));
   b.AppendOp(WithDense(OpDesc("ps_send"), p)
                  .In("Grad", geo ? Strings{} : p.dense_grads)
+                 .In("LearningRate", geo ? Strings{} : p.dense_lrs)
                  .In("SparseGrad", p.sparse_grads)
-                 .In("SparseLearningRate", geo ? p.sparse_lrs : Strings{})
+                 .In("SparseLearningRate", p.sparse_lrs)
                  .Set("sparse_names", p.sparse));
   if (config_.mode == "sync") b.AppendOp(OpDesc("ps_barrier").Set(kOpRoleAttr, int32_t(kOpRoleRPC)));
   if (geo) {

@@ -26,7 +26,8 @@ class PsClient::Impl {
   std::vector<rpc::PushDenseRequest>& SplitDense(std::span<const DenseVar> vars, bool with_values) const;
   void SendDense(const char* method, std::vector<rpc::PushDenseRequest>& reqs, rpc::DenseWrite write);
   void SendSparse(const char* method, const std::string& name, std::span<const int64_t> keys,
-                  const Tensor& values, rpc::DenseWrite write, bool delta);
+                  const Tensor& values, rpc::DenseWrite write, bool delta,
+                  std::optional<float> lr = std::nullopt);
   // Where a batch's keys go: server[i] holds key i (empty when there is
   // one server), count[s] keys go to server s.
   struct KeyRoute {
@@ -110,6 +111,7 @@ std::vector<rpc::PushDenseRequest>& PsClient::Impl::SplitDense(std::span<const D
       block->set_table(var.name);
       block->set_block_id(b.id);
       if (data) AssignBytes<float>(block->mutable_values(), {data + b.offset, size_t(b.length)});
+      if (data && var.learning_rate) block->set_learning_rate(*var.learning_rate);
     }
   }
   for (auto& r : reqs) r.set_trainer_id(trainer_id);
@@ -160,7 +162,7 @@ PsClient::Impl::KeyRoute PsClient::Impl::Route(std::span<const int64_t> keys) co
 
 void PsClient::Impl::SendSparse(const char* method, const std::string& name,
                                 std::span<const int64_t> keys, const Tensor& values,
-                                rpc::DenseWrite write, bool delta) {
+                                rpc::DenseWrite write, bool delta, std::optional<float> lr) {
   const float* data = FloatData(values, name);
   const int64_t dim = keys.empty() ? 0 : values.numel() / static_cast<int64_t>(keys.size());
   FLOTILLA_ENFORCE_EQ(values.numel(), dim * static_cast<int64_t>(keys.size()), method, " '", name,
@@ -175,6 +177,7 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
     if (route.count[s] == 0) continue;
     rows[s] = delta ? deltas[s].add_sparse() : reqs[s].add_tables();
     rows[s]->set_table(name);
+    if (lr) rows[s]->set_learning_rate(*lr);
   }
   FillRows(route, keys, data, dim, rows);
   std::vector<ServerCall> calls;
@@ -350,12 +353,13 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
 }
 
 void PsClient::PushSparse(const std::string& name, std::span<const int64_t> keys,
-                          const Tensor& grads) {
-  impl_->SendSparse("PushSparse", name, keys, grads, rpc::GRADIENT, false);
+                          const Tensor& grads, std::optional<float> lr) {
+  impl_->SendSparse("PushSparse", name, keys, grads, rpc::GRADIENT, false, lr);
 }
 
-void PsClient::PushSparse(const std::string& name, const SelectedRows& grads) {
-  PushSparse(name, grads.rows(), grads.value());
+void PsClient::PushSparse(const std::string& name, const SelectedRows& grads,
+                          std::optional<float> lr) {
+  PushSparse(name, grads.rows(), grads.value(), lr);
 }
 
 void PsClient::InitSparse(const std::string& name, std::span<const int64_t> keys,

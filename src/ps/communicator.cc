@@ -61,15 +61,22 @@ class AsyncCommunicator::Impl {
     Dims dims;
     int64_t row_width = 1;
     std::deque<Tensor> queue;
-    Tensor latest;  // empty until the first pull
+    Tensor latest;            // empty until the first pull
+    std::optional<float> lr;  // of the newest queued gradient
   };
   struct SparseSlot {
     std::deque<SelectedRows> queue;
+    std::optional<float> lr;  // of the newest queued gradient
+  };
+  struct SparsePush {
+    std::string name;
+    SelectedRows rows;
+    std::optional<float> lr;
   };
   // Gradients taken off the queues for one push round.
   struct Batch {
     std::vector<DenseVar> dense;
-    std::vector<std::pair<std::string, SelectedRows>> sparse;
+    std::vector<SparsePush> sparse;
     int64_t grads = 0;
   };
 
@@ -86,7 +93,7 @@ class AsyncCommunicator::Impl {
   void Push(Batch& batch);
   void ThrowIfFailed();  // requires mu
   template <typename Slot, typename T>
-  void Enqueue(Slot& slot, T grad, std::unique_lock<std::mutex>& lock);
+  void Enqueue(Slot& slot, T grad, std::optional<float> lr, std::unique_lock<std::mutex>& lock);
 
   std::shared_ptr<PsClient> client;
   CommunicatorOptions options;
@@ -120,7 +127,7 @@ AsyncCommunicator::Impl::Batch AsyncCommunicator::Impl::TakeBatch() {
       slot.queue.pop_front();
     }
     batch.grads += grads.size();
-    batch.dense.push_back({name, MergeDense(grads, options.merge_average), slot.row_width});
+    batch.dense.push_back({name, MergeDense(grads, options.merge_average), slot.row_width, slot.lr});
   }
   for (auto& [name, slot] : sparse) {
     if (slot.queue.empty()) continue;
@@ -130,14 +137,14 @@ AsyncCommunicator::Impl::Batch AsyncCommunicator::Impl::TakeBatch() {
       slot.queue.pop_front();
     }
     batch.grads += grads.size();
-    batch.sparse.emplace_back(name, MergeSparse(grads, options.merge_average));
+    batch.sparse.push_back({name, MergeSparse(grads, options.merge_average), slot.lr});
   }
   return batch;
 }
 
 void AsyncCommunicator::Impl::Push(Batch& batch) {
   if (!batch.dense.empty()) client->PushDense(batch.dense);
-  for (auto& [name, rows] : batch.sparse) client->PushSparse(name, rows);
+  for (auto& push : batch.sparse) client->PushSparse(push.name, push.rows, push.lr);
 }
 
 void AsyncCommunicator::Impl::SendLoop() {
@@ -197,13 +204,15 @@ void AsyncCommunicator::Impl::ThrowIfFailed() {
 }
 
 template <typename Slot, typename T>
-void AsyncCommunicator::Impl::Enqueue(Slot& slot, T grad, std::unique_lock<std::mutex>& lock) {
+void AsyncCommunicator::Impl::Enqueue(Slot& slot, T grad, std::optional<float> lr,
+                                      std::unique_lock<std::mutex>& lock) {
   cv.wait(lock, [&] {
     return error || stopping || static_cast<int>(slot.queue.size()) < options.send_queue_size;
   });
   ThrowIfFailed();
   FLOTILLA_ENFORCE(!stopping, "communicator: send after Stop()");
   slot.queue.push_back(std::move(grad));
+  if (lr) slot.lr = lr;
   cv.notify_all();
 }
 
@@ -223,7 +232,7 @@ AsyncCommunicator::~AsyncCommunicator() {
 void AsyncCommunicator::AddDense(const std::string& name, Dims dims, int64_t row_width) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   FLOTILLA_ENFORCE(!impl_->running, "communicator: AddDense('", name, "') after Start()");
-  impl_->dense[name] = Impl::DenseSlot{std::move(dims), row_width, {}, {}};
+  impl_->dense[name] = Impl::DenseSlot{std::move(dims), row_width, {}, {}, {}};
 }
 
 void AsyncCommunicator::AddSparse(const std::string& name) {
@@ -255,20 +264,22 @@ void AsyncCommunicator::Stop() {
   impl_->ThrowIfFailed();
 }
 
-void AsyncCommunicator::SendDense(const std::string& name, const Tensor& grad) {
+void AsyncCommunicator::SendDense(const std::string& name, const Tensor& grad,
+                                  std::optional<float> lr) {
   std::unique_lock<std::mutex> lock(impl_->mu);
   auto it = impl_->dense.find(name);
   FLOTILLA_CHECK(it != impl_->dense.end(), NotFound, "communicator has no dense variable '", name, "'");
   FLOTILLA_ENFORCE_EQ(grad.numel(), Numel(it->second.dims), "gradient of '", name, "'");
-  impl_->Enqueue(it->second, grad.Clone(), lock);
+  impl_->Enqueue(it->second, grad.Clone(), lr, lock);
 }
 
-void AsyncCommunicator::SendSparse(const std::string& name, const SelectedRows& grad) {
+void AsyncCommunicator::SendSparse(const std::string& name, const SelectedRows& grad,
+                                   std::optional<float> lr) {
   std::unique_lock<std::mutex> lock(impl_->mu);
   auto it = impl_->sparse.find(name);
   FLOTILLA_CHECK(it != impl_->sparse.end(), NotFound, "communicator has no sparse table '", name, "'");
   SelectedRows copy(grad.rows(), grad.value().Clone(), grad.height());
-  impl_->Enqueue(it->second, std::move(copy), lock);
+  impl_->Enqueue(it->second, std::move(copy), lr, lock);
 }
 
 void AsyncCommunicator::RecvDense(const std::string& name, Tensor* out) {

@@ -13,6 +13,7 @@ struct DenseTable::Block {
   std::vector<float> value;    // guarded by mu
   std::vector<float> state;    // guarded by mu
   std::vector<float> pending;  // guarded by mu; empty when nothing is pending
+  std::optional<float> pending_lr;  // guarded by mu
 };
 
 DenseTable::DenseTable(DenseTableConfig config, int server_index, int num_servers)
@@ -70,17 +71,18 @@ void DenseTable::Pull(int block_id, std::span<float> out) const {
   std::copy(b.value.begin(), b.value.end(), out.begin());
 }
 
-void DenseTable::Push(int block_id, std::span<const float> grad) {
+void DenseTable::Push(int block_id, std::span<const float> grad, std::optional<float> lr) {
   Block& b = Find(block_id);
   CheckLength(name(), block_id, grad.size(), b.value.size());
   std::lock_guard<std::mutex> lock(b.mu);
-  config_.rule->Apply(b.value, b.state, grad);
+  config_.rule->Apply(b.value, b.state, grad, lr.value_or(rule().learning_rate()));
 }
 
-void DenseTable::Accumulate(int block_id, std::span<const float> grad) {
+void DenseTable::Accumulate(int block_id, std::span<const float> grad, std::optional<float> lr) {
   Block& b = Find(block_id);
   CheckLength(name(), block_id, grad.size(), b.value.size());
   std::lock_guard<std::mutex> lock(b.mu);
+  if (lr) b.pending_lr = lr;
   if (b.pending.empty()) {
     b.pending.assign(grad.begin(), grad.end());
     return;
@@ -103,7 +105,7 @@ void DenseTable::ApplyPending(int divisor) {
     std::lock_guard<std::mutex> lock(b->mu);
     if (b->pending.empty()) continue;
     for (float& g : b->pending) g *= scale;
-    config_.rule->Apply(b->value, b->state, b->pending);
+    config_.rule->Apply(b->value, b->state, b->pending, b->pending_lr.value_or(rule().learning_rate()));
     b->pending.clear();
   }
 }

@@ -1,6 +1,7 @@
 #include "ps/service.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
@@ -50,6 +51,12 @@ std::string What(const std::string& table, int block) {
   return StrCat("dense table '", table, "' block ", block);
 }
 
+template <typename Data>
+std::optional<float> RateOf(const Data& in) {
+  if (!in.has_learning_rate()) return std::nullopt;
+  return in.learning_rate();
+}
+
 }  // namespace
 
 grpc::Status PsServiceImpl::PullDense(grpc::ServerContext* ctx, const rpc::PullDenseRequest* req,
@@ -77,9 +84,9 @@ grpc::Status PsServiceImpl::PushDense(grpc::ServerContext* ctx, const rpc::PushD
       if (req->write() == rpc::OVERWRITE) {
         table.Set(in.block_id(), values);
       } else if (sync) {
-        table.Accumulate(in.block_id(), values);
+        table.Accumulate(in.block_id(), values, RateOf(in));
       } else {
-        table.Push(in.block_id(), values);
+        table.Push(in.block_id(), values, RateOf(in));
       }
     }
   });
@@ -112,9 +119,9 @@ grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::Push
       if (req->write() == rpc::OVERWRITE) {
         table.Set(keys, values);
       } else if (sync) {
-        table.Accumulate(keys, values);
+        table.Accumulate(keys, values, RateOf(in));
       } else {
-        table.Push(keys, values);
+        table.Push(keys, values, RateOf(in));
       }
     }
   });

@@ -91,10 +91,18 @@ void SparseTable::SetStamp(float* row, int64_t step) const {
 }
 
 void SparseTable::CatchUp(float* row, int64_t now) const {
-  const int64_t missed = now - StampOf(row);
-  if (missed <= 0) return;
-  config_.rule->Advance(row, row + config_.dim, config_.dim, missed);
+  const int64_t stamp = StampOf(row);
+  if (now <= stamp) return;
+  std::shared_lock<std::shared_mutex> lock(history_mu_);
+  config_.rule->Advance(row, row + config_.dim, config_.dim,
+                        std::span<const float>(step_lr_).subspan(stamp, now - stamp));
   SetStamp(row, now);
+}
+
+int64_t SparseTable::BeginStep(float lr) {
+  std::unique_lock<std::shared_mutex> lock(history_mu_);
+  step_lr_.push_back(lr);
+  return step_.fetch_add(1);
 }
 
 int64_t SparseTable::Now() const { return stamped_ ? step_.load() : kNoCatchUp; }
@@ -197,24 +205,31 @@ void SparseTable::Pull(std::span<const int64_t> keys, std::span<float> out) {
   ForEachRow(keys, Now(), [&](const float* row, size_t i) { CopyRow(&out[i * d], row, d); });
 }
 
-void SparseTable::Push(std::span<const int64_t> keys, std::span<const float> grads) {
+void SparseTable::Push(std::span<const int64_t> keys, std::span<const float> grads,
+                       std::optional<float> lr) {
   CheckSpan(keys.size(), grads.size(), "Push");
   const size_t d = dim();
   thread_local std::vector<const float*> grad_of;
   // Each push is a step of an advancing rule: rows catch up to the step
   // before it, then stand at the step after it.
-  const int64_t step = stamped_ ? step_.fetch_add(1) : kNoCatchUp;
+  const float rate = lr.value_or(rule().learning_rate());
+  const int64_t step = stamped_ ? BeginStep(rate) : kNoCatchUp;
   ForEachShard(keys, step, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
     grad_of.resize(rows.size());
     for (size_t j = 0; j < rows.size(); ++j) grad_of[j] = grads.data() + positions[j] * d;
-    config_.rule->ApplyRows(rows, grad_of, dim());
+    config_.rule->ApplyRows(rows, grad_of, dim(), rate);
     if (step == kNoCatchUp) return;
     for (float* row : rows) SetStamp(row, std::max(StampOf(row), step + 1));
   });
 }
 
-void SparseTable::Accumulate(std::span<const int64_t> keys, std::span<const float> grads) {
+void SparseTable::Accumulate(std::span<const int64_t> keys, std::span<const float> grads,
+                             std::optional<float> lr) {
   CheckSpan(keys.size(), grads.size(), "Accumulate");
+  if (lr) {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    pending_lr_ = lr;
+  }
   const size_t d = dim();
   for (size_t i = 0; i < keys.size(); ++i) {
     Shard& s = ShardOf(keys[i]);
@@ -237,14 +252,19 @@ void SparseTable::ApplyPending(int divisor) {
   FLOTILLA_ENFORCE_GE(divisor, 1, "sparse table '", name(), "' ApplyPending");
   const float scale = 1.0f / static_cast<float>(divisor);
   const size_t d = dim();
-  const int64_t step = step_.fetch_add(1);  // a round is one step
+  float rate = rule().learning_rate();
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    rate = pending_lr_.value_or(rate);
+  }
+  const int64_t step = stamped_ ? BeginStep(rate) : kNoCatchUp;  // a round is one step
   for (const auto& s : shards_) {
     std::lock_guard<std::mutex> lock(s->mu);
     for (auto& [key, grad] : s->pending) {
       for (float& g : grad) g *= scale;
       std::span<float> row = RowOf(*s, key);
       if (stamped_) CatchUp(row.data(), step);
-      config_.rule->Apply(row.first(d), row.subspan(d, rule_state_), grad);
+      config_.rule->Apply(row.first(d), row.subspan(d, rule_state_), grad, rate);
       if (stamped_) SetStamp(row.data(), step + 1);
     }
     s->pending.clear();
@@ -281,7 +301,11 @@ std::string SparseTable::Serialize() const {
   w.Put<int64_t>(dim());
   w.PutString(rule().name());
   w.Put<int64_t>(state_size_);
-  if (stamped_) w.Put<int64_t>(step_.load());
+  if (stamped_) {
+    std::shared_lock<std::shared_mutex> lock(history_mu_);
+    w.Put<uint64_t>(step_lr_.size());
+    w.PutSpan<float>(step_lr_);
+  }
   w.Put<uint64_t>(rows.size());
   for (const auto& [key, row] : rows) {
     w.Put<int64_t>(key);
@@ -302,7 +326,8 @@ void SparseTable::Deserialize(std::string_view image, const std::string& what) {
   FLOTILLA_CHECK(stored_rule == rule().name() && stored_state == state_size_, Corruption, what,
                  ": table '", name(), "' was saved with rule '", stored_rule,
                  "', this server uses '", rule().name(), "'");
-  const int64_t step = stamped_ ? r.Get<int64_t>() : 0;
+  std::vector<float> step_lr(stamped_ ? r.GetCount<float>() : 0);
+  r.GetSpan<float>(std::span<float>(step_lr));
   const uint64_t count = r.Get<uint64_t>();
   const size_t stride = dim() + state_size_;
   std::vector<Shard> loaded(shards_.size());
@@ -323,7 +348,9 @@ void SparseTable::Deserialize(std::string_view image, const std::string& what) {
     shards_[i]->data = std::move(loaded[i].data);
     shards_[i]->pending.clear();
   }
-  step_ = step;
+  std::unique_lock<std::shared_mutex> lock(history_mu_);
+  step_lr_ = std::move(step_lr);
+  step_ = static_cast<int64_t>(step_lr_.size());
 }
 
 }  // namespace flotilla::ps

@@ -34,14 +34,16 @@ namespace {
 template <typename Rule>
 class RuleBase : public UpdateRule {
  public:
-  void Apply(std::span<float> value, std::span<float> state,
-             std::span<const float> grad) const final {
-    self().Step(value.data(), state.data(), grad.data(), value.size());
+  using UpdateRule::UpdateRule;
+  using UpdateRule::Apply;
+  void Apply(std::span<float> value, std::span<float> state, std::span<const float> grad,
+             float lr) const final {
+    self().Step(value.data(), state.data(), grad.data(), value.size(), lr);
   }
-  void ApplyRows(std::span<float* const> rows, std::span<const float* const> grads,
-                 int64_t dim) const final {
+  void ApplyRows(std::span<float* const> rows, std::span<const float* const> grads, int64_t dim,
+                 float lr) const final {
     const size_t n = static_cast<size_t>(dim);
-    for (size_t j = 0; j < rows.size(); ++j) self().Step(rows[j], rows[j] + n, grads[j], n);
+    for (size_t j = 0; j < rows.size(); ++j) self().Step(rows[j], rows[j] + n, grads[j], n, lr);
   }
 
  private:
@@ -50,39 +52,41 @@ class RuleBase : public UpdateRule {
 
 class SgdRule : public RuleBase<SgdRule> {
  public:
-  explicit SgdRule(float lr) : lr_(lr) {}
+  explicit SgdRule(float lr) : RuleBase(lr) {}
   std::string name() const override { return "sgd"; }
   int64_t StateSize(int64_t) const override { return 0; }
-  void Step(float* p, float*, const float* g, size_t n) const {
-    for (size_t i = 0; i < n; ++i) p[i] -= lr_ * g[i];
+  void Step(float* p, float*, const float* g, size_t n, float lr) const {
+    for (size_t i = 0; i < n; ++i) p[i] -= lr * g[i];
   }
-
- private:
-  float lr_;
 };
 
 // State: the velocity, one float per value.
 class MomentumRule : public RuleBase<MomentumRule> {
  public:
-  explicit MomentumRule(const UpdateRuleConfig& c) : c_(c) {}
+  explicit MomentumRule(const UpdateRuleConfig& c) : RuleBase(c.learning_rate), c_(c) {}
   std::string name() const override { return c_.use_nesterov ? "momentum_nesterov" : "momentum"; }
   int64_t StateSize(int64_t dim) const override { return dim; }
-  void Step(float* p, float* v, const float* g, size_t n) const {
-    const float mu = c_.momentum, lr = c_.learning_rate;
+  void Step(float* p, float* v, const float* g, size_t n, float lr) const {
+    const float mu = c_.momentum;
     for (size_t i = 0; i < n; ++i) {
       v[i] = mu * v[i] + g[i];
       p[i] -= lr * (c_.use_nesterov ? g[i] + mu * v[i] : v[i]);
     }
   }
   bool advances() const override { return true; }
-  // With g = 0 step k has v_k = mu^k v_0 and moves p by lr * v_k (plain)
-  // or lr * mu * v_k (Nesterov): over `steps` steps p moves by
-  // lr * v_0 * S (times mu for Nesterov), S = mu + mu^2 + ... + mu^steps.
-  void Advance(float* p, float* v, int64_t dim, int64_t steps) const override {
+  // With g = 0, missed step k (1-based) has v_k = mu^k v_0 and moves p by
+  // lr_k v_k (plain) or lr_k mu v_k (Nesterov): p moves by v_0 * S (times
+  // mu for Nesterov), S = sum lr_k mu^k. Terms below 1e-12 of the first
+  // are dropped, so a row that missed a million steps costs a few hundred.
+  void Advance(float* p, float* v, int64_t dim, std::span<const float> lrs) const override {
     const double mu = c_.momentum;
-    const double decay = std::pow(mu, static_cast<double>(steps));
-    const double sum = mu == 1.0 ? static_cast<double>(steps) : mu * (1.0 - decay) / (1.0 - mu);
-    const double move = c_.learning_rate * sum * (c_.use_nesterov ? mu : 1.0);
+    double sum = 0, power = 1;
+    for (size_t k = 0; k < lrs.size() && power > 1e-12; ++k) {
+      power *= mu;
+      sum += lrs[k] * power;
+    }
+    const double decay = std::pow(mu, static_cast<double>(lrs.size()));
+    const double move = sum * (c_.use_nesterov ? mu : 1.0);
     for (int64_t i = 0; i < dim; ++i) {
       p[i] = static_cast<float>(p[i] - move * v[i]);
       v[i] = static_cast<float>(decay * v[i]);
@@ -96,16 +100,16 @@ class MomentumRule : public RuleBase<MomentumRule> {
 // State: the squared-gradient accumulator, one float per value.
 class AdagradRule : public RuleBase<AdagradRule> {
  public:
-  explicit AdagradRule(const UpdateRuleConfig& c) : c_(c) {}
+  explicit AdagradRule(const UpdateRuleConfig& c) : RuleBase(c.learning_rate), c_(c) {}
   std::string name() const override { return "adagrad"; }
   int64_t StateSize(int64_t dim) const override { return dim; }
   void InitState(int64_t, std::span<float> state) const override {
     std::fill(state.begin(), state.end(), c_.initial_accumulator);
   }
-  void Step(float* p, float* m, const float* g, size_t n) const {
+  void Step(float* p, float* m, const float* g, size_t n, float lr) const {
     for (size_t i = 0; i < n; ++i) {
       m[i] += g[i] * g[i];
-      p[i] -= c_.learning_rate * g[i] / (std::sqrt(m[i]) + c_.epsilon);
+      p[i] -= lr * g[i] / (std::sqrt(m[i]) + c_.epsilon);
     }
   }
 
@@ -116,7 +120,7 @@ class AdagradRule : public RuleBase<AdagradRule> {
 // State: first moments [dim], second moments [dim], beta1^t, beta2^t.
 class AdamRule : public RuleBase<AdamRule> {
  public:
-  explicit AdamRule(const UpdateRuleConfig& c) : c_(c) {}
+  explicit AdamRule(const UpdateRuleConfig& c) : RuleBase(c.learning_rate), c_(c) {}
   std::string name() const override { return "adam"; }
   int64_t StateSize(int64_t dim) const override { return 2 * dim + 2; }
   void InitState(int64_t dim, std::span<float> state) const override {
@@ -124,14 +128,14 @@ class AdamRule : public RuleBase<AdamRule> {
     state[2 * dim] = 1.0f;
     state[2 * dim + 1] = 1.0f;
   }
-  void Step(float* p, float* s, const float* g, size_t n) const {
+  void Step(float* p, float* s, const float* g, size_t n, float rate) const {
     float* m = s;
     float* v = s + n;
     float& b1p = s[2 * n];
     float& b2p = s[2 * n + 1];
     b1p *= c_.beta1;
     b2p *= c_.beta2;
-    const float lr = c_.learning_rate * std::sqrt(1.0f - b2p) / (1.0f - b1p);
+    const float lr = rate * std::sqrt(1.0f - b2p) / (1.0f - b1p);
     for (size_t i = 0; i < n; ++i) {
       m[i] = c_.beta1 * m[i] + (1.0f - c_.beta1) * g[i];
       v[i] = c_.beta2 * v[i] + (1.0f - c_.beta2) * g[i] * g[i];
@@ -145,9 +149,10 @@ class AdamRule : public RuleBase<AdamRule> {
 
 class GeoSumRule : public RuleBase<GeoSumRule> {
  public:
+  GeoSumRule() : RuleBase(1.0f) {}
   std::string name() const override { return "geo_sum"; }
   int64_t StateSize(int64_t) const override { return 0; }
-  void Step(float* p, float*, const float* d, size_t n) const {
+  void Step(float* p, float*, const float* d, size_t n, float) const {
     for (size_t i = 0; i < n; ++i) p[i] += d[i];
   }
 };

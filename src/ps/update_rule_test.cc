@@ -70,7 +70,8 @@ TEST(UpdateRule, MomentumAdvanceEqualsZeroGradientSteps) {
       Entry stepped = e;
       std::vector<float> zero{0.0f, 0.0f};
       for (int k = 0; k < 7; ++k) rule->Apply(stepped.value, stepped.state, zero);
-      rule->Advance(e.value.data(), e.state.data(), 2, 7);
+      const std::vector<float> lrs(7, 0.05f);
+      rule->Advance(e.value.data(), e.state.data(), 2, lrs);
       for (int i = 0; i < 2; ++i) {
         EXPECT_NEAR(e.value[i], stepped.value[i], 1e-5) << "nesterov " << nesterov << " mu " << mu;
         EXPECT_NEAR(e.state[i], stepped.state[i], 1e-5) << "nesterov " << nesterov << " mu " << mu;
@@ -78,6 +79,21 @@ TEST(UpdateRule, MomentumAdvanceEqualsZeroGradientSteps) {
     }
   }
   EXPECT_FALSE(MakeUpdateRule(UpdateRuleConfig::Adam(0.1f))->advances());
+}
+
+// Scheduled rates: each missed step moves the row at its own rate.
+TEST(UpdateRule, MomentumAdvanceUsesEachMissedStepsRate) {
+  auto rule = MakeUpdateRule(UpdateRuleConfig::Momentum(0.05f, 0.9f));
+  Entry e = Fresh(*rule, {2.0f});
+  std::vector<float> g{0.7f};
+  rule->Apply(e.value, e.state, g, 0.3f);
+  Entry stepped = e;
+  const std::vector<float> lrs{0.3f, 0.2f, 0.1f, 0.05f};
+  std::vector<float> zero{0.0f};
+  for (float lr : lrs) rule->Apply(stepped.value, stepped.state, zero, lr);
+  rule->Advance(e.value.data(), e.state.data(), 1, lrs);
+  EXPECT_NEAR(e.value[0], stepped.value[0], 1e-6);
+  EXPECT_NEAR(e.state[0], stepped.state[0], 1e-6);
 }
 
 TEST(UpdateRule, AdagradHandComputed) {

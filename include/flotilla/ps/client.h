@@ -18,6 +18,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ struct DenseVar {
   std::string name;
   Tensor value;
   int64_t row_width = 1;  // product of dims[1:], as the table was created with
+  // Gradient pushes: the step's learning rate when it is scheduled (unset:
+  // the servers' constant rate).
+  std::optional<float> learning_rate = std::nullopt;
 };
 
 class PsClient {
@@ -85,8 +89,12 @@ class PsClient {
   // pull into one tensor allocate once.
   void PullSparse(const std::string& name, std::span<const int64_t> keys, Tensor* out);
   // grads is [keys.size(), dim] float32. Keys may repeat.
-  void PushSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& grads);
-  void PushSparse(const std::string& name, const SelectedRows& grads);
+  // `lr`: the step's learning rate when it is scheduled (unset: the
+  // servers' constant rate).
+  void PushSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& grads,
+                  std::optional<float> lr = std::nullopt);
+  void PushSparse(const std::string& name, const SelectedRows& grads,
+                  std::optional<float> lr = std::nullopt);
   void InitSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& values);
   void PushSparseDelta(const std::string& name, std::span<const int64_t> keys, const Tensor& deltas);
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "flotilla/core/dims.h"
@@ -56,9 +57,11 @@ class AsyncCommunicator {
   void Stop();
 
   // Queues a copy of `grad`; blocks while send_queue_size gradients of this
-  // variable are waiting. Throws NotFound for a variable not added.
-  void SendDense(const std::string& name, const Tensor& grad);
-  void SendSparse(const std::string& name, const SelectedRows& grad);
+  // variable are waiting. Throws NotFound for a variable not added. `lr`:
+  // the step's scheduled learning rate; a merged push carries the newest.
+  void SendDense(const std::string& name, const Tensor& grad, std::optional<float> lr = std::nullopt);
+  void SendSparse(const std::string& name, const SelectedRows& grad,
+                  std::optional<float> lr = std::nullopt);
   // Copies the most recently received value of `name` into *out; pulls
   // synchronously when nothing has been received yet.
   void RecvDense(const std::string& name, Tensor* out);

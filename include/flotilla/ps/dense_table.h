@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -46,12 +47,14 @@ class DenseTable {
   DenseBlock block(int block_id) const;
 
   void Pull(int block_id, std::span<float> out) const;
-  // Applies the update rule now (async mode).
-  void Push(int block_id, std::span<const float> grad);
+  // Applies the update rule now (async mode) at learning rate `lr` (unset:
+  // the rule's constant rate).
+  void Push(int block_id, std::span<const float> grad, std::optional<float> lr = {});
   // Adds grad to the block's pending sum (sync mode); see ApplyPending.
-  void Accumulate(int block_id, std::span<const float> grad);
+  void Accumulate(int block_id, std::span<const float> grad, std::optional<float> lr = {});
   // Applies (pending sum / divisor) to every block that received gradients
-  // since the last call, then clears the sums.
+  // since the last call, at the rate the last Accumulate named, then clears
+  // the sums.
   void ApplyPending(int divisor);
   bool HasPending() const;
   // value += delta (GEO).

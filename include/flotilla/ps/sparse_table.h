@@ -5,6 +5,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,14 +46,17 @@ class SparseTable {
 
   // Copies rows into out, creating missing rows with the initializer.
   void Pull(std::span<const int64_t> keys, std::span<float> out);
-  // Applies the update rule to each row now (async mode); missing rows are
-  // created first.
-  void Push(std::span<const int64_t> keys, std::span<const float> grads);
+  // Applies the update rule to each row now (async mode) at learning rate
+  // `lr` (unset: the rule's constant rate); missing rows are created first.
+  void Push(std::span<const int64_t> keys, std::span<const float> grads,
+            std::optional<float> lr = {});
   // Adds to the pending per-row sums (sync mode); see ApplyPending.
-  void Accumulate(std::span<const int64_t> keys, std::span<const float> grads);
+  void Accumulate(std::span<const int64_t> keys, std::span<const float> grads,
+                  std::optional<float> lr = {});
   // Applies (pending sum / divisor) to every row that received gradients
-  // since the last call, then clears the sums. Each call is one step (rows
-  // of an advancing rule that received nothing catch up when next touched).
+  // since the last call, at the rate the last Accumulate named, then clears
+  // the sums. Each call is one step (rows of an advancing rule that
+  // received nothing catch up when next touched).
   void ApplyPending(int divisor);
   bool HasPending() const;
   // row += delta (GEO).
@@ -73,6 +79,8 @@ class SparseTable {
   void SetStamp(float* row, int64_t step) const;
   void CatchUp(float* row, int64_t now) const;
   int64_t Now() const;  // the step rows catch up to on access, or kNoCatchUp
+  // Starts a step at rate `lr` (advancing rules): returns its number.
+  int64_t BeginStep(float lr);
   uint32_t SlotOf(Shard& shard, int64_t key, uint64_t hash) const;
   void AppendRow(Shard& shard, int64_t key) const;
   std::span<float> RowOf(Shard& shard, int64_t key) const;
@@ -87,8 +95,15 @@ class SparseTable {
   int64_t rule_state_ = 0;  // floats of rule state per row
   bool stamped_ = false;    // the rule advances: rows carry a step stamp
   int64_t state_size_ = 0;  // floats after a row's values: rule state, then the stamp
-  // Steps so far (pushes in async mode, rounds in sync mode), for advancing rules.
+  // Steps so far (pushes in async mode, rounds in sync mode) and each
+  // step's learning rate, for advancing rules: a row that missed steps
+  // catches up at their rates. step_ == step_lr_.size(), both written
+  // under history_mu_; step_ is read without it.
   std::atomic<int64_t> step_{0};
+  mutable std::shared_mutex history_mu_;
+  std::vector<float> step_lr_;  // guarded by history_mu_
+  std::mutex pending_mu_;
+  std::optional<float> pending_lr_;  // guarded by pending_mu_
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

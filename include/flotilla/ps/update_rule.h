@@ -11,33 +11,45 @@
 
 namespace flotilla::ps {
 
-// Thread-safe: Apply may run concurrently on different entries.
+// Thread-safe: Apply may run concurrently on different entries. Every
+// update takes the step's learning rate: the optimizer's constant rate
+// (learning_rate()) unless the trainer sends a scheduled one with its push.
 class UpdateRule {
  public:
+  explicit UpdateRule(float learning_rate) : learning_rate_(learning_rate) {}
   virtual ~UpdateRule() = default;
   // "sgd", "momentum", "momentum_nesterov", "adagrad", "adam", "geo_sum";
   // recorded in saved tables.
   virtual std::string name() const = 0;
+  // The configured (constant) learning rate.
+  float learning_rate() const { return learning_rate_; }
   // Floats of state kept beside an entry of `dim` values.
   virtual int64_t StateSize(int64_t dim) const = 0;
   // Sets fresh state for an entry of `dim` values (state.size() == StateSize(dim)).
   virtual void InitState(int64_t dim, std::span<float> state) const;
-  // value -= f(grad, state). grad.size() == value.size().
-  virtual void Apply(std::span<float> value, std::span<float> state,
-                     std::span<const float> grad) const = 0;
+  // value -= f(grad, state, lr). grad.size() == value.size().
+  virtual void Apply(std::span<float> value, std::span<float> state, std::span<const float> grad,
+                     float lr) const = 0;
+  void Apply(std::span<float> value, std::span<float> state, std::span<const float> grad) const {
+    Apply(value, state, grad, learning_rate_);
+  }
   // Apply over a batch of sparse rows: rows[j] points at `dim` values
   // followed by their state, grads[j] at `dim` gradient values. One virtual
   // call per batch rather than per row.
   virtual void ApplyRows(std::span<float* const> rows, std::span<const float* const> grads,
-                         int64_t dim) const = 0;
+                         int64_t dim, float lr) const = 0;
   // Whether an entry keeps changing on steps without a gradient for it
   // (momentum: the velocity keeps moving the value). Sparse tables then
   // bring a row up to date when it is next touched, calling Advance with
   // the steps it missed, so a row updated lazily ends where one updated
   // every step with a zero gradient would.
   virtual bool advances() const { return false; }
-  // `steps` zero-gradient steps on an entry of `dim` values, in closed form.
-  virtual void Advance(float* value, float* state, int64_t dim, int64_t steps) const {}
+  // The zero-gradient steps an entry of `dim` values missed; `lrs` holds
+  // their learning rates, oldest first (one per missed step).
+  virtual void Advance(float* value, float* state, int64_t dim, std::span<const float> lrs) const {}
+
+ private:
+  float learning_rate_;
 };
 
 struct UpdateRuleConfig {

@@ -120,16 +120,26 @@ void GeoSparseSgd(ps::GeoCommunicator& geo, const std::string& name, const Selec
   geo.SgdSparse(name, grad.rows(), grad.value(), lr);
 }
 
+// The step's learning rate of each table: its optimizer's rate variable
+// (a constant, or a schedule the program computes), sent with the push.
+float RateOf(const ExecutionContext& ctx, const char* slot, size_t i) {
+  return ctx.Input(slot, i).data<float>()[0];
+}
+
 void SendDense(const ExecutionContext& ctx, TrainerRuntime& rt) {
   auto names = ctx.Attr<Strings>("dense_names");
   auto widths = ctx.Attr<std::vector<int64_t>>("dense_row_widths");
   std::vector<const Tensor*> grads = ctx.MultiInput("Grad");
   if (rt.mode == PsMode::kAsync) {
-    for (size_t i = 0; i < names.size(); ++i) rt.async->SendDense(names[i], *grads[i]);
+    for (size_t i = 0; i < names.size(); ++i) {
+      rt.async->SendDense(names[i], *grads[i], RateOf(ctx, "LearningRate", i));
+    }
     return;
   }
   std::vector<DenseVar> vars;
-  for (size_t i = 0; i < names.size(); ++i) vars.push_back({names[i], *grads[i], widths[i]});
+  for (size_t i = 0; i < names.size(); ++i) {
+    vars.push_back({names[i], *grads[i], widths[i], RateOf(ctx, "LearningRate", i)});
+  }
   if (!vars.empty()) rt.client->PushDense(vars);
 }
 
@@ -137,12 +147,13 @@ void SendSparse(const ExecutionContext& ctx, TrainerRuntime& rt) {
   auto names = ctx.Attr<Strings>("sparse_names");
   for (size_t i = 0; i < names.size(); ++i) {
     const SelectedRows& g = ctx.InputVar("SparseGrad", i)->GetSelectedRows();
+    const float lr = RateOf(ctx, "SparseLearningRate", i);
     if (rt.mode == PsMode::kSync) {
-      rt.client->PushSparse(names[i], g);
+      rt.client->PushSparse(names[i], g, lr);
     } else if (rt.mode == PsMode::kAsync) {
-      rt.async->SendSparse(names[i], g);
+      rt.async->SendSparse(names[i], g, lr);
     } else {
-      GeoSparseSgd(*rt.geo, names[i], g, ctx.Input("SparseLearningRate", i).data<float>()[0]);
+      GeoSparseSgd(*rt.geo, names[i], g, lr);
     }
   }
 }
