@@ -20,8 +20,29 @@ std::vector<ParamGrad> Optimizer::backward(const Variable& loss, Program* startu
   return AppendBackward(loss, parameter_list, no_grad_set);
 }
 
+LearningRate::LearningRate(const Variable& var) : var_(var) {
+  FLOTILLA_ENFORCE(var.valid(), "optimizer learning rate: the variable is not valid");
+  FLOTILLA_ENFORCE(var.shape() == Dims{1} && var.dtype() == DType::kFloat32,
+                   "optimizer learning rate: variable '", var.name(),
+                   "' must be a [1] float32 variable, got shape ", DimsToString(var.shape()),
+                   " and dtype ", DTypeName(var.dtype()));
+}
+
+float LearningRate::value() const {
+  FLOTILLA_CHECK(!scheduled(), InvalidArgument, "optimizer learning rate is the scheduled variable '",
+                 var_.name(), "', not a constant");
+  return value_;
+}
+
 void Optimizer::CreateLearningRate(Block& main) {
   if (lr_var_.valid() && lr_var_.block() == &main) return;
+  if (learning_rate_.scheduled()) {
+    FLOTILLA_ENFORCE(learning_rate_.var().block() == &main, "optimizer ", type(),
+                     ": scheduled learning rate '", learning_rate_.var().name(),
+                     "' belongs to another program than the loss");
+    lr_var_ = learning_rate_.var();
+    return;
+  }
   std::string name = UniqueName("learning_rate");
   Block& startup = startup_->global_block();
   for (Block* block : {&main, &startup}) {
@@ -31,7 +52,7 @@ void Optimizer::CreateLearningRate(Block& main) {
     v.persistable = true;
     v.stop_gradient = true;
   }
-  initializer::Constant(learning_rate_).Append(startup, startup.Var(name));
+  initializer::Constant(learning_rate_.value()).Append(startup, startup.Var(name));
   lr_var_ = Variable(&main, name);
 }
 

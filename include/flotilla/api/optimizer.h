@@ -15,6 +15,28 @@
 
 namespace flotilla::optimizer {
 
+// An optimizer's learning rate: a constant, which the startup program fills
+// into a persistable [1] variable, or a [1] float32 variable of the main
+// program that ops recompute every step (a schedule from
+// flotilla/api/learning_rate_scheduler.h), which update ops then read
+// directly. Implicit from both so optimizer::SGD(0.1f) and
+// optimizer::SGD(layers::exponential_decay(0.1f, 10, 0.5f)) both work.
+class LearningRate {
+ public:
+  LearningRate(float value) : value_(value) {}  // NOLINT(google-explicit-constructor)
+  LearningRate(const Variable& var);            // NOLINT(google-explicit-constructor)
+
+  bool scheduled() const { return var_.valid(); }
+  // The constant rate; throws InvalidArgument when the rate is scheduled.
+  float value() const;
+  // The scheduled variable; invalid for a constant rate.
+  const Variable& var() const { return var_; }
+
+ private:
+  float value_ = 0;
+  Variable var_;
+};
+
 struct MinimizeResult {
   std::vector<OpDesc*> optimize_ops;
   std::vector<ParamGrad> params_grads;
@@ -22,7 +44,7 @@ struct MinimizeResult {
 
 class Optimizer {
  public:
-  explicit Optimizer(float learning_rate) : learning_rate_(learning_rate) {}
+  explicit Optimizer(LearningRate learning_rate) : learning_rate_(std::move(learning_rate)) {}
   virtual ~Optimizer() = default;
 
   // Appends backward and update ops to loss's program; the learning rate and
@@ -37,9 +59,14 @@ class Optimizer {
                                   const std::set<std::string>& no_grad_set = {});
   std::vector<OpDesc*> apply_gradients(const std::vector<ParamGrad>& params_grads);
 
-  float learning_rate() const { return learning_rate_; }
-  // The [1] persistable learning-rate variable (after minimize/backward).
-  const Variable& learning_rate_var() const { return lr_var_; }
+  // The constant rate; throws InvalidArgument when the rate is scheduled.
+  float learning_rate() const { return learning_rate_.value(); }
+  bool scheduled_learning_rate() const { return learning_rate_.scheduled(); }
+  // The [1] learning-rate variable the update ops read: the schedule's
+  // variable, or (after minimize/apply_gradients) the persistable constant.
+  const Variable& learning_rate_var() const {
+    return learning_rate_.scheduled() ? learning_rate_.var() : lr_var_;
+  }
   virtual std::string type() const = 0;
 
  protected:
@@ -54,14 +81,14 @@ class Optimizer {
  private:
   void CreateLearningRate(Block& main);
 
-  float learning_rate_;
+  LearningRate learning_rate_;
   Program* startup_ = nullptr;
   Variable lr_var_;
 };
 
 class SGD : public Optimizer {
  public:
-  explicit SGD(float learning_rate) : Optimizer(learning_rate) {}
+  explicit SGD(LearningRate learning_rate) : Optimizer(std::move(learning_rate)) {}
   std::string type() const override { return "sgd"; }
 
  protected:
@@ -70,8 +97,8 @@ class SGD : public Optimizer {
 
 class Momentum : public Optimizer {
  public:
-  Momentum(float learning_rate, float momentum, bool use_nesterov = false)
-      : Optimizer(learning_rate), momentum_(momentum), use_nesterov_(use_nesterov) {}
+  Momentum(LearningRate learning_rate, float momentum, bool use_nesterov = false)
+      : Optimizer(std::move(learning_rate)), momentum_(momentum), use_nesterov_(use_nesterov) {}
   std::string type() const override { return "momentum"; }
 
  protected:
@@ -84,9 +111,9 @@ class Momentum : public Optimizer {
 
 class Adam : public Optimizer {
  public:
-  explicit Adam(float learning_rate = 0.001f, float beta1 = 0.9f, float beta2 = 0.999f,
+  explicit Adam(LearningRate learning_rate = 0.001f, float beta1 = 0.9f, float beta2 = 0.999f,
                 float epsilon = 1e-8f)
-      : Optimizer(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+      : Optimizer(std::move(learning_rate)), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
   std::string type() const override { return "adam"; }
 
  protected:
@@ -98,8 +125,9 @@ class Adam : public Optimizer {
 
 class Adagrad : public Optimizer {
  public:
-  explicit Adagrad(float learning_rate, float epsilon = 1e-6f, float initial_accumulator_value = 0.0f)
-      : Optimizer(learning_rate), epsilon_(epsilon), initial_(initial_accumulator_value) {}
+  explicit Adagrad(LearningRate learning_rate, float epsilon = 1e-6f,
+                   float initial_accumulator_value = 0.0f)
+      : Optimizer(std::move(learning_rate)), epsilon_(epsilon), initial_(initial_accumulator_value) {}
   std::string type() const override { return "adagrad"; }
 
  protected:

@@ -111,9 +111,9 @@ class Program {
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
   Block& CreateBlock(int parent_idx);
 
-  // A deep copy. With for_test, ops with the Backward or Optimize role are
-  // dropped and every op's "is_test" attribute is set, so the copy evaluates
-  // the model without training it.
+  // A deep copy. With for_test, ops with the Backward, Optimize or LRSched
+  // role are dropped and every op's "is_test" attribute is set, so the copy
+  // evaluates the model without training it or advancing its step counter.
   Program Clone(bool for_test = false) const;
   // A copy holding only the ops of block 0 needed to compute `targets`, and
   // only the variables those ops use.

@@ -15,5 +15,6 @@ void RegisterLossOps();         // cross_entropy, sigmoid_cross_entropy_with_log
 void RegisterLookupTableOps();  // lookup_table (dense and sparse gradient)
 void RegisterMetricOps();       // accuracy, auc
 void RegisterOptimizerOps();    // sgd, momentum, adam, adagrad
+void RegisterLearningRateOps(); // increment, lr_schedule
 
 }  // namespace flotilla::ops

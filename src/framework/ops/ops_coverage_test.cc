@@ -21,6 +21,7 @@ GradCheckRegistry AllCases() {
   AddLookupTableGradChecks(registry);
   AddMetricGradChecks(registry);
   AddOptimizerGradChecks(registry);
+  AddLearningRateGradChecks(registry);
   return registry;
 }
 

@@ -19,6 +19,7 @@ void RegisterAllOps() {
     ops::RegisterLookupTableOps();
     ops::RegisterMetricOps();
     ops::RegisterOptimizerOps();
+    ops::RegisterLearningRateOps();
   });
 }
 

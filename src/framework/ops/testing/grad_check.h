@@ -64,5 +64,6 @@ void AddLossGradChecks(GradCheckRegistry& registry);
 void AddLookupTableGradChecks(GradCheckRegistry& registry);
 void AddMetricGradChecks(GradCheckRegistry& registry);
 void AddOptimizerGradChecks(GradCheckRegistry& registry);
+void AddLearningRateGradChecks(GradCheckRegistry& registry);
 
 }  // namespace flotilla::testing
