@@ -132,6 +132,22 @@ TEST(LearningRateScheduler, LinearWarmupThenSchedule) {
       });
 }
 
+TEST(LearningRateScheduler, SurvivesSerialization) {
+  RegisterAllOps();
+  UniqueNameGuard names;
+  Program main, startup;
+  ProgramGuard guard(main, startup);
+  Variable lr = layers::linear_lr_warmup(layers::piecewise_decay({4}, {0.5f, 0.25f}), 2, 0.0f, 0.5f);
+  Program parsed_main = Program::Parse(main.Serialize());
+  Program parsed_startup = Program::Parse(startup.Serialize());
+  Executor exe;
+  Scope scope;
+  exe.Run(parsed_startup, {}, {}, &scope);
+  std::vector<float> got;
+  for (int i = 0; i < 6; ++i) got.push_back(exe.Run(parsed_main, {}, {lr.name()}, &scope)[0].data<float>()[0]);
+  EXPECT_EQ(got, (std::vector<float>{0.0f, 0.25f, 0.5f, 0.5f, 0.25f, 0.25f}));
+}
+
 TEST(LearningRateScheduler, OneCounterAheadOfTheForwardPass) {
   RegisterAllOps();
   UniqueNameGuard names;

@@ -66,17 +66,23 @@ TEST_F(ProgramTest, PruneKeepsOnlyWhatTargetsNeed) {
   EXPECT_THROW(p.Prune({"zzz"}), NotFound);
 }
 
-TEST_F(ProgramTest, CloneForTestDropsBackwardAndOptimizeOps) {
+TEST_F(ProgramTest, CloneForTestDropsBackwardOptimizeAndLRSchedOps) {
   Program p;
+  VarDesc& counter = p.global_block().CreateVar("step");
+  counter.shape = {1};
+  counter.dtype = DType::kInt64;
+  p.global_block().AppendOp(OpDesc("increment").In("X", {"step"}).Out("Out", {"step"}).Set(
+      kOpRoleAttr, int32_t(kOpRoleLRSched)));
   p.global_block().AppendOp(Fill("a", 2));
   p.global_block().AppendOp(Fill("a@GRAD", 1).Set(kOpRoleAttr, int32_t(kOpRoleBackward)));
   p.global_block().AppendOp(
       OpDesc("assign").In("X", {"a"}).Out("Out", {"a"}).Set(kOpRoleAttr, int32_t(kOpRoleOptimize)));
   Program t = p.Clone(true);
-  EXPECT_EQ(t.global_block().op_size(), 1u);
+  ASSERT_EQ(t.global_block().op_size(), 1u);
+  EXPECT_EQ(t.global_block().op(0).type, "fill_constant");
   EXPECT_FALSE(t.global_block().HasVar("a@GRAD"));
   Program full = p.Clone();
-  EXPECT_EQ(full.global_block().op_size(), 3u);
+  EXPECT_EQ(full.global_block().op_size(), 4u);
   EXPECT_NE(full.id(), p.id());
 }
 
