@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "flotilla/api/layers.h"
 #include "api/layer_helper.h"
+#include "flotilla/api/layers.h"
 
 namespace flotilla::layers {
 namespace {
@@ -97,15 +97,15 @@ Variable piecewise_decay(const std::vector<int64_t>& boundaries, const std::vect
 }
 
 Variable cosine_decay(float learning_rate, int64_t step_each_epoch, int64_t epochs) {
-  return Schedule("cosine_decay", {{"learning_rate", learning_rate},
-                                   {"step_each_epoch", step_each_epoch},
-                                   {"epochs", epochs}});
+  return Schedule(
+      "cosine_decay",
+      {{"learning_rate", learning_rate}, {"step_each_epoch", step_each_epoch}, {"epochs", epochs}});
 }
 
 Variable noam_decay(float d_model, int64_t warmup_steps, float learning_rate) {
-  return Schedule("noam_decay", {{"learning_rate", learning_rate},
-                                 {"d_model", d_model},
-                                 {"warmup_steps", warmup_steps}});
+  return Schedule(
+      "noam_decay",
+      {{"learning_rate", learning_rate}, {"d_model", d_model}, {"warmup_steps", warmup_steps}});
 }
 
 Variable linear_lr_warmup(float learning_rate, int64_t warmup_steps, float start_lr, float end_lr) {
@@ -116,9 +116,10 @@ Variable linear_lr_warmup(float learning_rate, int64_t warmup_steps, float start
 
 Variable linear_lr_warmup(const Variable& learning_rate, int64_t warmup_steps, float start_lr,
                           float end_lr) {
-  FLOTILLA_ENFORCE(learning_rate.valid() && learning_rate.block() == &default_main_program().global_block(),
-                   "linear_lr_warmup: learning_rate must be a variable of the default main "
-                   "program's global block");
+  FLOTILLA_ENFORCE(
+      learning_rate.valid() && learning_rate.block() == &default_main_program().global_block(),
+      "linear_lr_warmup: learning_rate must be a variable of the default main "
+      "program's global block");
   return Schedule("linear_lr_warmup", WarmupAttrs(warmup_steps, start_lr, end_lr), learning_rate);
 }
 

@@ -40,12 +40,14 @@ std::vector<double> RunSchedule(const std::function<Variable()>& build, int step
   Scope scope;
   exe.Run(startup, {}, {}, &scope);
   std::vector<double> got;
-  for (int i = 0; i < steps; ++i) got.push_back(exe.Run(main, {}, {lr.name()}, &scope)[0].data<float>()[0]);
+  for (int i = 0; i < steps; ++i)
+    got.push_back(exe.Run(main, {}, {lr.name()}, &scope)[0].data<float>()[0]);
   EXPECT_EQ(Counter(scope), steps - 1);
   return got;
 }
 
-void ExpectSchedule(const std::function<Variable()>& build, const Formula& formula, int steps = 12) {
+void ExpectSchedule(const std::function<Variable()>& build, const Formula& formula,
+                    int steps = 12) {
   std::vector<double> got = RunSchedule(build, steps);
   for (int s = 0; s < steps; ++s) {
     double want = formula(s);
@@ -80,8 +82,9 @@ TEST(LearningRateScheduler, InverseTimeDecay) {
 
 TEST(LearningRateScheduler, PolynomialDecayCapsAtDecaySteps) {
   const double end = 0.01f;
-  ExpectSchedule([] { return layers::polynomial_decay(0.1f, 4, 0.01f, 2.0f); },
-                 [=](double s) { return (kLr - end) * std::pow(1 - std::min(s, 4.0) / 4, 2) + end; });
+  ExpectSchedule(
+      [] { return layers::polynomial_decay(0.1f, 4, 0.01f, 2.0f); },
+      [=](double s) { return (kLr - end) * std::pow(1 - std::min(s, 4.0) / 4, 2) + end; });
 }
 
 TEST(LearningRateScheduler, PolynomialDecayCycles) {
@@ -92,29 +95,38 @@ TEST(LearningRateScheduler, PolynomialDecayCycles) {
   };
   ExpectSchedule([] { return layers::polynomial_decay(0.1f, 4, 0.01f, 1.5f, true); }, formula);
   // Cycles restart at the rate just below the start, not at the end rate.
-  std::vector<double> got = RunSchedule([] { return layers::polynomial_decay(0.1f, 4, 0.01f, 1.5f, true); }, 6);
+  std::vector<double> got =
+      RunSchedule([] { return layers::polynomial_decay(0.1f, 4, 0.01f, 1.5f, true); }, 6);
   EXPECT_NEAR(got[4], end, 1e-9);
   EXPECT_GT(got[5], got[4]);
 }
 
 TEST(LearningRateScheduler, PiecewiseDecayBoundaries) {
-  std::vector<double> got = RunSchedule([] { return layers::piecewise_decay({2, 5}, {1.0f, 0.5f, 0.1f}); }, 8);
+  std::vector<double> got = RunSchedule(
+      [] {
+        return layers::piecewise_decay({2, 5}, {1.0f, 0.5f, 0.1f});
+      },
+      8);
   std::vector<double> want = {1.0, 1.0, 0.5, 0.5, 0.5, 0.1f, 0.1f, 0.1f};
-  for (size_t s = 0; s < want.size(); ++s) EXPECT_NEAR(got[s], want[s], 1e-6 * want[s]) << "step " << s;
+  for (size_t s = 0; s < want.size(); ++s)
+    EXPECT_NEAR(got[s], want[s], 1e-6 * want[s]) << "step " << s;
 }
 
 TEST(LearningRateScheduler, CosineDecayPerEpoch) {
   const double lr = 0.2f;
-  ExpectSchedule([] { return layers::cosine_decay(0.2f, 2, 5); }, [=](double s) {
-    return lr * 0.5 * (std::cos(std::floor(s / 2) * std::numbers::pi / 5) + 1);
-  });
+  ExpectSchedule([] { return layers::cosine_decay(0.2f, 2, 5); },
+                 [=](double s) {
+                   return lr * 0.5 * (std::cos(std::floor(s / 2) * std::numbers::pi / 5) + 1);
+                 });
 }
 
 TEST(LearningRateScheduler, NoamDecayCountsFromOne) {
-  ExpectSchedule([] { return layers::noam_decay(16, 4, 2.0f); }, [](double step) {
-    double s = step + 1;
-    return 2.0 * std::pow(16, -0.5) * std::min(std::pow(s, -0.5), std::pow(4, -1.5) * s);
-  });
+  ExpectSchedule([] { return layers::noam_decay(16, 4, 2.0f); },
+                 [](double step) {
+                   double s = step + 1;
+                   return 2.0 * std::pow(16, -0.5) *
+                          std::min(std::pow(s, -0.5), std::pow(4, -1.5) * s);
+                 });
 }
 
 TEST(LearningRateScheduler, LinearWarmupThenConstant) {
@@ -126,7 +138,10 @@ TEST(LearningRateScheduler, LinearWarmupThenConstant) {
 TEST(LearningRateScheduler, LinearWarmupThenSchedule) {
   const double start = 0.01f, end = 0.1f;
   ExpectSchedule(
-      [] { return layers::linear_lr_warmup(layers::exponential_decay(0.1f, 3, 0.5f, true), 5, 0.01f, 0.1f); },
+      [] {
+        return layers::linear_lr_warmup(layers::exponential_decay(0.1f, 3, 0.5f, true), 5, 0.01f,
+                                        0.1f);
+      },
       [=](double s) {
         return s < 5 ? start + (end - start) * s / 5 : kLr * std::pow(kRate, std::floor(s / 3));
       });
@@ -137,14 +152,16 @@ TEST(LearningRateScheduler, SurvivesSerialization) {
   UniqueNameGuard names;
   Program main, startup;
   ProgramGuard guard(main, startup);
-  Variable lr = layers::linear_lr_warmup(layers::piecewise_decay({4}, {0.5f, 0.25f}), 2, 0.0f, 0.5f);
+  Variable lr =
+      layers::linear_lr_warmup(layers::piecewise_decay({4}, {0.5f, 0.25f}), 2, 0.0f, 0.5f);
   Program parsed_main = Program::Parse(main.Serialize());
   Program parsed_startup = Program::Parse(startup.Serialize());
   Executor exe;
   Scope scope;
   exe.Run(parsed_startup, {}, {}, &scope);
   std::vector<float> got;
-  for (int i = 0; i < 6; ++i) got.push_back(exe.Run(parsed_main, {}, {lr.name()}, &scope)[0].data<float>()[0]);
+  for (int i = 0; i < 6; ++i)
+    got.push_back(exe.Run(parsed_main, {}, {lr.name()}, &scope)[0].data<float>()[0]);
   EXPECT_EQ(got, (std::vector<float>{0.0f, 0.25f, 0.5f, 0.5f, 0.25f, 0.25f}));
 }
 
@@ -201,7 +218,8 @@ struct Regression {
 };
 
 // y = fc(x) fitted by mean squared error with `opt`.
-void BuildRegression(Regression& r, const std::function<std::unique_ptr<optimizer::Optimizer>()>& make_opt,
+void BuildRegression(Regression& r,
+                     const std::function<std::unique_ptr<optimizer::Optimizer>()>& make_opt,
                      std::string* lr_name) {
   UniqueNameGuard names;
   ProgramGuard guard(r.main, r.startup);
@@ -226,10 +244,12 @@ TEST(LearningRateScheduler, SgdReadsTheScheduledRateEachStep) {
   RegisterAllOps();
   Regression scheduled, manual;
   std::string sched_lr, manual_lr;
-  BuildRegression(scheduled, [] {
-    return std::make_unique<optimizer::SGD>(layers::exponential_decay(0.1f, 2, 0.5f));
-  }, &sched_lr);
-  BuildRegression(manual, [] { return std::make_unique<optimizer::SGD>(1.0f); }, &manual_lr);
+  BuildRegression(
+      scheduled,
+      [] { return std::make_unique<optimizer::SGD>(layers::exponential_decay(0.1f, 2, 0.5f)); },
+      &sched_lr);
+  BuildRegression(
+      manual, [] { return std::make_unique<optimizer::SGD>(1.0f); }, &manual_lr);
   // The scheduled SGD reads the schedule's variable; nothing fills it at startup.
   for (const auto& op : scheduled.startup.global_block().ops()) {
     for (const auto& out : op->OutputArgumentNames()) EXPECT_NE(out, sched_lr);
@@ -263,7 +283,8 @@ TEST(LearningRateScheduler, SgdReadsTheScheduledRateEachStep) {
   // And the rates mattered: the constant rate 0.1 gives other parameters.
   Regression constant;
   std::string const_lr;
-  BuildRegression(constant, [] { return std::make_unique<optimizer::SGD>(0.1f); }, &const_lr);
+  BuildRegression(
+      constant, [] { return std::make_unique<optimizer::SGD>(0.1f); }, &const_lr);
   Scope c_scope;
   exe.Run(constant.startup, {}, {}, &c_scope);
   for (const auto& [p, t] : initial) c_scope.Var(p)->GetMutableTensor()->CopyFrom(t);
@@ -271,7 +292,8 @@ TEST(LearningRateScheduler, SgdReadsTheScheduledRateEachStep) {
   for (const auto& p : scheduled.params) {
     const Tensor& a = s_scope.GetVar(p).GetTensor();
     const Tensor& c = c_scope.GetVar(p).GetTensor();
-    for (int64_t i = 0; i < a.numel(); ++i) changed |= std::abs(a.data<float>()[i] - c.data<float>()[i]) > 1e-4;
+    for (int64_t i = 0; i < a.numel(); ++i)
+      changed |= std::abs(a.data<float>()[i] - c.data<float>()[i]) > 1e-4;
   }
   EXPECT_TRUE(changed);
 }
@@ -295,8 +317,13 @@ TEST(LearningRateScheduler, CloneForTestDoesNotAdvanceTheStep) {
   RegisterAllOps();
   Regression r;
   std::string lr_name;
-  BuildRegression(r, [] { return std::make_unique<optimizer::Momentum>(
-                              layers::piecewise_decay({3}, {0.1f, 0.01f}), 0.9f); }, &lr_name);
+  BuildRegression(
+      r,
+      [] {
+        return std::make_unique<optimizer::Momentum>(layers::piecewise_decay({3}, {0.1f, 0.01f}),
+                                                     0.9f);
+      },
+      &lr_name);
   Program test = r.main.Clone(/*for_test=*/true);
   for (const auto& op : test.global_block().ops()) {
     EXPECT_EQ(op->Role() & kOpRoleLRSched, 0) << op->DebugString();

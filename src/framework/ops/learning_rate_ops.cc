@@ -129,13 +129,20 @@ double LinearWarmup(const OpDesc& op, double step, double lr) {
   return start + (op.Attr<double>("end_lr") - start) * (step / warmup);
 }
 
+// exponential, natural_exp and inverse_time decay by r = DecayRatio.
+double RatioDecay(const std::string& kind, const OpDesc& op, double step, double lr) {
+  double rate = op.Attr<double>("decay_rate");
+  double r = DecayRatio(op, step);
+  if (kind == "exponential_decay") return lr * std::pow(rate, r);
+  if (kind == "natural_exp_decay") return lr * std::exp(-rate * r);
+  return lr / (1 + rate * r);
+}
+
 // The rate at `step` for a checked schedule; `lr` is the base rate.
 double ScheduledRate(const OpDesc& op, double step, double lr) {
   auto kind = op.Attr<std::string>("kind");
-  if (kind == "exponential_decay") return lr * std::pow(op.Attr<double>("decay_rate"), DecayRatio(op, step));
-  if (kind == "natural_exp_decay") return lr * std::exp(-op.Attr<double>("decay_rate") * DecayRatio(op, step));
-  if (kind == "inverse_time_decay") return lr / (1 + op.Attr<double>("decay_rate") * DecayRatio(op, step));
   if (kind == "polynomial_decay") return Polynomial(op, step, lr);
+  if (IsDecayKind(kind)) return RatioDecay(kind, op, step, lr);
   if (kind == "piecewise_decay") return Piecewise(op, step);
   if (kind == "cosine_decay") return Cosine(op, step, lr);
   if (kind == "noam_decay") return Noam(op, step, lr);

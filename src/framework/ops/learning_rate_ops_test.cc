@@ -48,7 +48,9 @@ TEST(LearningRateOps, IncrementRejectsNonScalar) {
   Program program;
   program.global_block().CreateVar("x").shape = {2};
   ExpectErrorMentions<InvalidArgument>(
-      [&] { program.global_block().AppendOp(OpDesc("increment").In("X", {"x"}).Out("Out", {"x"})); },
+      [&] {
+        program.global_block().AppendOp(OpDesc("increment").In("X", {"x"}).Out("Out", {"x"}));
+      },
       {"increment", "X", "[1]"});
 }
 
@@ -69,10 +71,10 @@ TEST(LearningRateOps, LinearWarmupReadsLearningRateInput) {
   Scope scope;
   SetTensor(scope, "base", Tensor::FromVector<float>({0.3f}, {1}));
   OpDesc op = Schedule("linear_lr_warmup")
-                   .In("LearningRate", {"base"})
-                   .Set("warmup_steps", int64_t{4})
-                   .Set("start_lr", 0.0f)
-                   .Set("end_lr", 0.2f);
+                  .In("LearningRate", {"base"})
+                  .Set("warmup_steps", int64_t{4})
+                  .Set("start_lr", 0.0f)
+                  .Set("end_lr", 0.2f);
   SetTensor(scope, "step", Tensor::FromVector<int64_t>({1}, {1}));
   RunKernel(op, scope);
   EXPECT_FLOAT_EQ(Scalar(scope, "lr"), 0.05f);
@@ -93,12 +95,14 @@ void ExpectBadSchedule(OpDesc op, const std::string& attr) {
                                        {"lr_schedule", "'" + attr + "'"});
   Scope scope;
   SetTensor(scope, "step", Tensor::FromVector<int64_t>({0}, {1}));
-  ExpectErrorMentions<InvalidArgument>([&] { RunKernel(op, scope); }, {"lr_schedule", "'" + attr + "'"});
+  ExpectErrorMentions<InvalidArgument>([&] { RunKernel(op, scope); },
+                                       {"lr_schedule", "'" + attr + "'"});
 }
 
 TEST(LearningRateOps, BadAttributesNameTheAttribute) {
-  ExpectBadSchedule(Schedule("exponential_decay").Set("decay_steps", int64_t{0}).Set("decay_rate", 0.5f),
-                    "decay_steps");
+  ExpectBadSchedule(
+      Schedule("exponential_decay").Set("decay_steps", int64_t{0}).Set("decay_rate", 0.5f),
+      "decay_steps");
   ExpectBadSchedule(Schedule("polynomial_decay").Set("decay_steps", int64_t{-2}), "decay_steps");
   ExpectBadSchedule(Schedule("piecewise_decay")
                         .Set("boundaries", std::vector<int64_t>{2, 4})
@@ -108,8 +112,9 @@ TEST(LearningRateOps, BadAttributesNameTheAttribute) {
                         .Set("boundaries", std::vector<int64_t>{4, 2})
                         .Set("values", std::vector<float>{1, 2, 3}),
                     "boundaries");
-  ExpectBadSchedule(Schedule("cosine_decay").Set("step_each_epoch", int64_t{0}).Set("epochs", int64_t{3}),
-                    "step_each_epoch");
+  ExpectBadSchedule(
+      Schedule("cosine_decay").Set("step_each_epoch", int64_t{0}).Set("epochs", int64_t{3}),
+      "step_each_epoch");
   ExpectBadSchedule(Schedule("noam_decay").Set("d_model", 8.0f).Set("warmup_steps", int64_t{0}),
                     "warmup_steps");
   ExpectBadSchedule(Schedule("step_decay"), "kind");
