@@ -55,10 +55,15 @@ std::string Loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 // Sync PS with 2 pservers and 2 trainers against one process on the
 // combined batch: every parameter within 1e-5 after 20 steps.
-void ExpectSyncEqualsOneProcess(const std::string& optimizer) {
+void ExpectSyncEqualsOneProcess(const std::string& optimizer, bool schedule = false) {
   TempDir local_dir;
-  nlohmann::json local =
-      RunToEnd({Worker(), "equal", "--role", "local", "--optimizer", optimizer}, local_dir, 60s);
+  std::vector<std::string> extra = {"--optimizer", optimizer};
+  if (schedule) extra.push_back("--schedule");
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  nlohmann::json local = RunToEnd(with({Worker(), "equal", "--role", "local"}), local_dir, 60s);
   std::vector<int> ports = {launch_test::FreePort(), launch_test::FreePort()};
   std::string pservers = Loopback(ports[0]) + "," + Loopback(ports[1]);
   std::vector<std::unique_ptr<TempDir>> dirs;
@@ -66,17 +71,15 @@ void ExpectSyncEqualsOneProcess(const std::string& optimizer) {
   for (int s = 0; s < 2; ++s) {
     dirs.push_back(std::make_unique<TempDir>());
     procs.push_back(std::make_unique<Child>(
-        std::vector<std::string>{Worker(), "equal", "--role", "pserver", "--pservers", pservers,
-                                 "--endpoint", Loopback(ports[s]), "--trainers", "2",
-                                 "--optimizer", optimizer},
+        with({Worker(), "equal", "--role", "pserver", "--pservers", pservers, "--endpoint",
+              Loopback(ports[s]), "--trainers", "2"}),
         dirs.back()->path()));
   }
   for (int t = 0; t < 2; ++t) {
     dirs.push_back(std::make_unique<TempDir>());
     procs.push_back(std::make_unique<Child>(
-        std::vector<std::string>{Worker(), "equal", "--role", "trainer", "--pservers", pservers,
-                                 "--trainers", "2", "--trainer_id", std::to_string(t),
-                                 "--optimizer", optimizer},
+        with({Worker(), "equal", "--role", "trainer", "--pservers", pservers, "--trainers", "2",
+              "--trainer_id", std::to_string(t)}),
         dirs.back()->path()));
   }
   for (auto& p : procs) EXPECT_EQ(p->WaitCode(120s), 0) << p->Stderr();  // servers exit 0 too
@@ -101,6 +104,14 @@ TEST(PsIntegration, SyncTwoTrainersEqualOneProcessAfter20SgdSteps) { ExpectSyncE
 // local op decays every row's velocity each step; servers catch rows up).
 TEST(PsIntegration, SyncTwoTrainersEqualOneProcessAfter20MomentumSteps) {
   ExpectSyncEqualsOneProcess("momentum");
+}
+
+// A learning rate the trainers' program decays every step: each push
+// carries the step's rate, and momentum rows catch up at the rates of the
+// steps they missed.
+TEST(PsIntegration, SyncTwoTrainersEqualOneProcessWithADecayingLearningRate) {
+  ExpectSyncEqualsOneProcess("sgd", /*schedule=*/true);
+  ExpectSyncEqualsOneProcess("momentum", /*schedule=*/true);
 }
 
 // Long enough to converge: initial values are random per process, and after
@@ -157,32 +168,43 @@ TEST(PsIntegration, WideAndDeepReaches98PercentOfBayesAucInEveryMode) {
   }
 }
 
-std::vector<std::string> FleetEnv(const std::string& role, int port) {
-  std::vector<std::string> env = {"TRAINING_ROLE=" + role, "PADDLE_PSERVERS_IP_PORT_LIST=" + Loopback(port),
-                                  "PADDLE_TRAINERS_NUM=1", "PADDLE_TRAINER_ID=0", "POD_IP=127.0.0.1",
-                                  "PADDLE_PORT=" + std::to_string(port)};
-  return env;
+// The Fleet PS environment of a job whose servers listen on `ports`;
+// `port` is this process's (servers) or any (the trainer).
+std::vector<std::string> FleetEnv(const std::string& role, const std::vector<int>& ports, int port) {
+  std::string list;
+  for (int p : ports) list += (list.empty() ? "" : ",") + Loopback(p);
+  return {"TRAINING_ROLE=" + role, "PADDLE_PSERVERS_IP_PORT_LIST=" + list, "PADDLE_TRAINERS_NUM=1",
+          "PADDLE_TRAINER_ID=0", "POD_IP=127.0.0.1", "PADDLE_PORT=" + std::to_string(port)};
 }
 
-// One phase: a server and a trainer through the Fleet PS API.
-nlohmann::json ResumePhase(int phase, const std::string& model_dir, const std::string& mode) {
-  int port = launch_test::FreePort();
-  TempDir sdir, tdir;
+// One phase: `servers` servers and a trainer through the Fleet PS API.
+nlohmann::json ResumePhase(int phase, const std::string& model_dir, const std::string& mode, int servers) {
+  std::vector<int> ports;
+  for (int s = 0; s < servers; ++s) ports.push_back(launch_test::FreePort());
   std::vector<std::string> args = {Worker(), "resume", "--phase", std::to_string(phase), "--model_dir", model_dir,
                                    "--steps", "30", "--mode", mode};
-  Child server(args, sdir.path(), FleetEnv("PSERVER", port));
-  Child trainer(args, tdir.path(), FleetEnv("TRAINER", port));
+  std::vector<std::unique_ptr<TempDir>> dirs;
+  std::vector<std::unique_ptr<Child>> server_procs;
+  for (int port : ports) {
+    dirs.push_back(std::make_unique<TempDir>());
+    server_procs.push_back(std::make_unique<Child>(args, dirs.back()->path(), FleetEnv("PSERVER", ports, port)));
+  }
+  TempDir tdir;
+  Child trainer(args, tdir.path(), FleetEnv("TRAINER", ports, ports[0]));
   EXPECT_EQ(trainer.WaitCode(60s), 0) << trainer.Stderr();
-  EXPECT_EQ(server.WaitCode(30s), 0) << "the server must leave once its trainer finished\n" << server.Stderr();
+  for (auto& server : server_procs) {
+    EXPECT_EQ(server->WaitCode(30s), 0) << "a server must leave once its trainer finished\n" << server->Stderr();
+  }
   return LastJson(trainer.Stdout());
 }
 
 // Phase 2 must start exactly where phase 1 ended (30 steps: GEO's last
-// sync, every 10 steps, lands on the last step before the save).
-void CheckResume(const std::string& mode) {
+// sync, every 10 steps, lands on the last step before the save), also when
+// phase 2 runs another number of servers (their tables are re-cut).
+void CheckResume(const std::string& mode, int servers1 = 1, int servers2 = 1) {
   TempDir model;
-  nlohmann::json first = ResumePhase(1, model / "tables", mode);
-  nlohmann::json second = ResumePhase(2, model / "tables", mode);
+  nlohmann::json first = ResumePhase(1, model / "tables", mode, servers1);
+  nlohmann::json second = ResumePhase(2, model / "tables", mode, servers2);
   std::cout << mode << " phase 1 " << first.dump() << "\nphase 2 " << second.dump() << std::endl;
   float start1 = first["start_eval"], end1 = first["end_eval"], start2 = second["start_eval"];
   EXPECT_LT(end1, 0.5f * start1) << mode << ": phase 1 did not train: " << first.dump();
@@ -191,6 +213,10 @@ void CheckResume(const std::string& mode) {
   // save_inference_model of a PS job holds the trained values.
   EXPECT_NEAR(first["infer_eval"].get<float>(), end1, 1e-4f * std::max(1.0f, end1));
 }
+
+TEST(PsIntegration, TablesSavedByOneServerContinueOnTwo) { CheckResume("sync", 1, 2); }
+
+TEST(PsIntegration, TablesSavedByTwoServersContinueOnOne) { CheckResume("sync", 2, 1); }
 
 TEST(PsIntegration, SavedTablesRestartServersAndTheLossContinues) { CheckResume("sync"); }
 

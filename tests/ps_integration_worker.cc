@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "flotilla/api/layers.h"
+#include "flotilla/api/learning_rate_scheduler.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/fleet/distribute_transpiler.h"
 #include "flotilla/fleet/fleet.h"
@@ -37,6 +38,7 @@ struct Args {
   float lr = 0.05f;
   std::string mode = "sync";  // resume: sync | geo (k_steps 10)
   std::string optimizer = "sgd";  // equal: sgd | momentum (mu 0.9)
+  bool schedule = false;          // equal: exponential_decay(lr, 4 steps, 0.5) instead of a constant
 };
 
 float Value(int64_t step, int64_t row, int64_t col) {
@@ -99,10 +101,12 @@ int RunEqual(const Args& a) {
   auto emb = layers::embedding(ids, {kVocab, 4}, /*is_sparse=*/true, false, -1, attr(0.5, 11));
   auto h = layers::fc(std::vector<Variable>{x, emb}, 16, 1, attr(0.05, 12), attr(0.1, 13), "tanh");
   auto loss = layers::mean(layers::square_error_cost(layers::fc(h, 1, 1, attr(0.3, 14), attr(0.1, 15)), y));
+  optimizer::LearningRate lr = a.lr;
+  if (a.schedule) lr = layers::exponential_decay(a.lr, 4, 0.5f);
   if (a.optimizer == "momentum") {
-    optimizer::Momentum(a.lr, 0.9f).minimize(loss);
+    optimizer::Momentum(lr, 0.9f).minimize(loss);
   } else {
-    optimizer::SGD(a.lr).minimize(loss);
+    optimizer::SGD(lr).minimize(loss);
   }
   std::vector<std::string> params = Parameters(main);
   Executor exe(CPUPlace());
@@ -235,6 +239,7 @@ int main(int argc, char** argv) {
   app.add_option("--lr", a.lr);
   app.add_option("--mode", a.mode);
   app.add_option("--optimizer", a.optimizer)->check(CLI::IsMember({"sgd", "momentum"}));
+  app.add_flag("--schedule", a.schedule);
   app.add_option("--model_dir", a.model_dir);
   CLI11_PARSE(app, argc, argv);
   try {

@@ -53,14 +53,18 @@ class ByteReader {
   void GetSpan(std::span<T> out) {
     std::memcpy(out.data(), Take(out.size_bytes()), out.size_bytes());
   }
-  // A count of T elements that must fit in what is left: a corrupt count
-  // throws Corruption here instead of sizing a huge buffer.
-  template <typename T>
-  size_t GetCount() {
+  // A count of elements of `element_bytes` each that must fit in what is
+  // left: a corrupt count throws Corruption here instead of sizing a huge
+  // buffer.
+  size_t GetCount(size_t element_bytes) {
     const uint64_t n = Get<uint64_t>();
-    FLOTILLA_CHECK(n <= (in_.size() - pos_) / sizeof(T), Corruption, what_, ": count ", n,
+    FLOTILLA_CHECK(n <= (in_.size() - pos_) / element_bytes, Corruption, what_, ": count ", n,
                    " at offset ", pos_, " exceeds the ", in_.size() - pos_, " bytes left");
     return static_cast<size_t>(n);
+  }
+  template <typename T>
+  size_t GetCount() {
+    return GetCount(sizeof(T));
   }
   bool done() const { return pos_ == in_.size(); }
   const std::string& what() const { return what_; }

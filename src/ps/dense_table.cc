@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/strings.h"
 #include "ps/byte_io.h"
 
 namespace flotilla::ps {
@@ -142,7 +143,14 @@ std::string DenseTable::Serialize() const {
   return std::move(w.str());
 }
 
-void DenseTable::Deserialize(std::string_view image, const std::string& what) {
+// A block as saved: where it sat in the parameter, its values and state.
+struct DenseTable::SavedBlock {
+  int32_t id = 0;
+  int64_t offset = 0, length = 0;
+  std::vector<float> value, state;
+};
+
+std::vector<DenseTable::SavedBlock> DenseTable::ParseImage(std::string_view image, const std::string& what) const {
   ByteReader r(image, what);
   const std::string stored_name = r.GetString();
   const int64_t stored_numel = r.Get<int64_t>();
@@ -152,22 +160,80 @@ void DenseTable::Deserialize(std::string_view image, const std::string& what) {
                  " elements, expected '", name(), "' of ", numel());
   FLOTILLA_CHECK(stored_rule == rule().name(), Corruption, what, ": table '", name(),
                  "' was saved with rule '", stored_rule, "', this server uses '", rule().name(), "'");
-  const uint32_t count = r.Get<uint32_t>();
-  FLOTILLA_CHECK(count == blocks_.size(), Corruption, what, ": holds ", count,
-                 " blocks of '", name(), "', this server holds ", blocks_.size());
-  for (const auto& b : blocks_) {
-    std::lock_guard<std::mutex> lock(b->mu);
-    const int32_t id = r.Get<int32_t>();
-    const int64_t offset = r.Get<int64_t>(), length = r.Get<int64_t>(), state = r.Get<int64_t>();
-    FLOTILLA_CHECK(id == b->where.id && offset == b->where.offset && length == b->where.length &&
-                       state == static_cast<int64_t>(b->state.size()),
-                   Corruption, what, ": block ", id, " of '", name(),
-                   "' does not match this server's slicing (block ", b->where.id, ")");
-    r.GetSpan<float>(b->value);
-    r.GetSpan<float>(b->state);
-    b->pending.clear();
+  std::vector<SavedBlock> blocks(r.Get<uint32_t>());
+  for (SavedBlock& b : blocks) {
+    b.id = r.Get<int32_t>();
+    b.offset = r.Get<int64_t>();
+    b.length = r.Get<int64_t>();
+    const int64_t state = r.Get<int64_t>();
+    FLOTILLA_CHECK(b.offset >= 0 && b.length >= 0 && b.offset + b.length <= numel() &&
+                       state == rule().StateSize(b.length),
+                   Corruption, what, ": block ", b.id, " of '", name(), "' is malformed");
+    b.value.resize(b.length);
+    b.state.resize(state);
+    r.GetSpan<float>(std::span<float>(b.value));
+    r.GetSpan<float>(std::span<float>(b.state));
   }
   FLOTILLA_CHECK(r.done(), Corruption, what, ": trailing bytes after table '", name(), "'");
+  return blocks;
+}
+
+void DenseTable::Deserialize(std::string_view image, const std::string& what) {
+  std::vector<SavedBlock> saved = ParseImage(image, what);
+  FLOTILLA_CHECK(saved.size() == blocks_.size(), Corruption, what, ": holds ", saved.size(),
+                 " blocks of '", name(), "', this server holds ", blocks_.size());
+  for (size_t i = 0; i < saved.size(); ++i) {
+    Block& b = *blocks_[i];
+    FLOTILLA_CHECK(saved[i].id == b.where.id && saved[i].offset == b.where.offset &&
+                       saved[i].length == b.where.length,
+                   Corruption, what, ": block ", saved[i].id, " of '", name(),
+                   "' does not match this server's slicing (block ", b.where.id, ")");
+    std::lock_guard<std::mutex> lock(b.mu);
+    b.value = std::move(saved[i].value);
+    b.state = std::move(saved[i].state);
+    b.pending.clear();
+  }
+}
+
+// Rule state is `arrays` element-wise arrays of a block's length followed
+// by `scalars` shared floats (UpdateRule::StateSize): a new block takes its
+// slice of every array and the scalars of the first saved block it covers.
+void DenseTable::DeserializeResliced(std::span<const std::string> images, const std::string& what) {
+  std::vector<SavedBlock> saved;
+  for (size_t j = 0; j < images.size(); ++j) {
+    for (SavedBlock& b : ParseImage(images[j], StrCat(what, " (image ", j, ")"))) saved.push_back(std::move(b));
+  }
+  std::sort(saved.begin(), saved.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+  int64_t covered = 0;
+  for (const SavedBlock& b : saved) {
+    FLOTILLA_CHECK(b.offset == covered, Corruption, what, ": the saved blocks of '", name(),
+                   "' do not tile it (a gap or overlap at element ", covered, ")");
+    covered += b.length;
+  }
+  FLOTILLA_CHECK(covered == numel(), Corruption, what, ": the saved blocks of '", name(), "' cover ",
+                 covered, " of ", numel(), " elements");
+  const int64_t scalars = rule().StateSize(0), arrays = rule().StateSize(1) - scalars;
+  for (const auto& bp : blocks_) {
+    Block& b = *bp;
+    std::lock_guard<std::mutex> lock(b.mu);
+    const int64_t begin = b.where.offset, end = begin + b.where.length;
+    bool first = true;
+    for (const SavedBlock& s : saved) {
+      const int64_t lo = std::max(begin, s.offset), hi = std::min(end, s.offset + s.length);
+      if (lo >= hi) continue;
+      std::copy(s.value.begin() + (lo - s.offset), s.value.begin() + (hi - s.offset),
+                b.value.begin() + (lo - begin));
+      for (int64_t a = 0; a < arrays; ++a) {
+        const float* from = s.state.data() + a * s.length + (lo - s.offset);
+        std::copy(from, from + (hi - lo), b.state.begin() + a * b.where.length + (lo - begin));
+      }
+      if (first) {
+        std::copy(s.state.end() - scalars, s.state.end(), b.state.end() - scalars);
+        first = false;
+      }
+    }
+    b.pending.clear();
+  }
 }
 
 }  // namespace flotilla::ps

@@ -1,5 +1,7 @@
 #include "flotilla/ps/server.h"
 
+#include <filesystem>
+
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
@@ -80,15 +82,41 @@ void PsServer::State::Save(const std::string& dir) const {
   log::Info("parameter server {}: saved {} tables to {}", i, dense.size() + sparse.size(), dir);
 }
 
+namespace {
+
+// Every file of a save by another number of servers, read and checked.
+std::vector<std::string> ReadSavedSet(const std::string& dir, const std::string& table, TableKind kind) {
+  std::vector<std::string> images;
+  for (const auto& path : SavedTableFiles(dir, table)) images.push_back(ReadTableFile(path, kind));
+  return images;
+}
+
+}  // namespace
+
+// Tables saved by this many servers load this server's file; saved by
+// another number, every server's file is read and re-cut: dense blocks by
+// the new slicing, sparse rows by the slicer.
 void PsServer::State::Load(const std::string& dir) {
   const int i = options.server_index, n = options.num_servers;
   for (const auto& [name, table] : dense) {
     const std::string path = TableFileName(dir, name, i, n);
-    table->Deserialize(ReadTableFile(path, TableKind::kDense), "table file '" + path + "'");
+    if (std::filesystem::exists(path)) {
+      table->Deserialize(ReadTableFile(path, TableKind::kDense), "table file '" + path + "'");
+    } else {
+      table->DeserializeResliced(ReadSavedSet(dir, name, TableKind::kDense),
+                                 StrCat("table '", name, "' in '", dir, "'"));
+    }
   }
   for (const auto& [name, table] : sparse) {
     const std::string path = TableFileName(dir, name, i, n);
-    table->Deserialize(ReadTableFile(path, TableKind::kSparse), "table file '" + path + "'");
+    if (std::filesystem::exists(path)) {
+      table->Deserialize(ReadTableFile(path, TableKind::kSparse), "table file '" + path + "'");
+    } else {
+      const SparseSlicer& slicer = options.sparse_slicer;
+      table->DeserializeResharded(ReadSavedSet(dir, name, TableKind::kSparse),
+                                  [&](int64_t key) { return slicer(key, n) == i; },
+                                  StrCat("table '", name, "' in '", dir, "'"));
+    }
   }
   log::Info("parameter server {}: loaded {} tables from {}", i, dense.size() + sparse.size(), dir);
 }

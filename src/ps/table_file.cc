@@ -1,5 +1,9 @@
 #include "ps/table_file.h"
 
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
 #include "flotilla/common/checksum.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
@@ -26,6 +30,36 @@ std::string Sanitize(const std::string& name) {
 std::string TableFileName(const std::string& dir, const std::string& table, int server_index,
                           int num_servers) {
   return StrCat(dir, "/", Sanitize(table), ".server", server_index, "-of-", num_servers, ".tbl");
+}
+
+std::vector<std::string> SavedTableFiles(const std::string& dir, const std::string& table) {
+  const std::string prefix = Sanitize(table) + ".server";
+  std::map<int, int> count_of;  // server index → server count of the saving job
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    int index = 0, count = 0, used = 0;
+    if (!file.starts_with(prefix) || !file.ends_with(".tbl")) continue;
+    if (std::sscanf(file.c_str() + prefix.size(), "%d-of-%d.tbl%n", &index, &count, &used) != 2 ||
+        prefix.size() + used != file.size()) {
+      continue;
+    }
+    count_of[index] = count;
+  }
+  FLOTILLA_CHECK(!ec, NotFound, "cannot list '", dir, "': ", ec.message());
+  FLOTILLA_CHECK(!count_of.empty(), NotFound, "no saved files of table '", table, "' in '", dir, "'");
+  const int n = count_of.begin()->second;
+  std::vector<std::string> files;
+  for (int i = 0; i < n; ++i) {
+    auto it = count_of.find(i);
+    FLOTILLA_CHECK(it != count_of.end() && it->second == n, Corruption, "table '", table, "' in '",
+                   dir, "': the files of a ", n, "-server save are incomplete or mixed (server ", i,
+                   " of ", n, " is missing)");
+    files.push_back(TableFileName(dir, table, i, n));
+  }
+  FLOTILLA_CHECK(count_of.size() == static_cast<size_t>(n), Corruption, "table '", table, "' in '",
+                 dir, "': files of saves with different server counts");
+  return files;
 }
 
 void WriteTableFile(const std::string& path, TableKind kind, std::string_view payload) {

@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace flotilla::ps {
 
@@ -18,6 +19,11 @@ enum class TableKind : uint32_t { kDense = 1, kSparse = 2 };
 // [A-Za-z0-9._-] in the table name replaced by '_'.
 std::string TableFileName(const std::string& dir, const std::string& table, int server_index,
                           int num_servers);
+
+// The files of `table` in `dir` saved by a job of any server count, in
+// server order. Throws NotFound when there are none and Corruption when
+// the set mixes server counts or misses a server's file.
+std::vector<std::string> SavedTableFiles(const std::string& dir, const std::string& table);
 
 // Throws Unavailable naming the path when the file cannot be written.
 void WriteTableFile(const std::string& path, TableKind kind, std::string_view payload);

@@ -49,5 +49,19 @@ TEST_F(TableFileTest, FlippedByteTruncationAndGarbageNameTheFile) {
   expect_corrupt("not a table file at all, just some text...", "garbage");
 }
 
+TEST_F(TableFileTest, SavedSetsOfAnyServerCount) {
+  EXPECT_THROW(SavedTableFiles(dir_, "w"), NotFound);
+  for (int i = 0; i < 3; ++i) WriteTableFile(TableFileName(dir_, "w", i, 3), TableKind::kDense, "x");
+  WriteTableFile(TableFileName(dir_, "w2", 0, 1), TableKind::kDense, "other table");
+  EXPECT_EQ(SavedTableFiles(dir_, "w"),
+            (std::vector<std::string>{TableFileName(dir_, "w", 0, 3), TableFileName(dir_, "w", 1, 3),
+                                      TableFileName(dir_, "w", 2, 3)}));
+  RemoveAll(TableFileName(dir_, "w", 1, 3));
+  EXPECT_THROW(SavedTableFiles(dir_, "w"), Corruption);  // a server's file is missing
+  WriteTableFile(TableFileName(dir_, "w", 1, 3), TableKind::kDense, "x");
+  WriteTableFile(TableFileName(dir_, "w", 0, 2), TableKind::kDense, "x");
+  EXPECT_THROW(SavedTableFiles(dir_, "w"), Corruption);  // two saves mixed
+}
+
 }  // namespace
 }  // namespace flotilla::ps

@@ -67,9 +67,14 @@ class DenseTable {
   // match this table (name, size, rule, blocks).
   std::string Serialize() const;
   void Deserialize(std::string_view image, const std::string& what);
+  // This server's blocks cut from the images every server of a differently
+  // sized job saved (together they must tile the parameter).
+  void DeserializeResliced(std::span<const std::string> images, const std::string& what);
 
  private:
   struct Block;
+  struct SavedBlock;
+  std::vector<SavedBlock> ParseImage(std::string_view image, const std::string& what) const;
   Block& Find(int block_id) const;
 
   DenseTableConfig config_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "flotilla/ps/dense_table.h"
+#include "flotilla/ps/slicing.h"
 #include "flotilla/ps/sparse_table.h"
 
 namespace flotilla::ps {
@@ -37,6 +38,10 @@ struct PsServerOptions {
   // A trainer waiting longer than this in a barrier gets DeadlineExceeded
   // naming the trainers that did not arrive.
   std::chrono::milliseconds barrier_timeout{std::chrono::minutes(10)};
+  // The trainers' sparse placement (PsClientOptions::slicer): Load keeps
+  // the rows it assigns here when the tables were saved by another number
+  // of servers.
+  SparseSlicer sparse_slicer = ModSlicer;
 };
 
 // Thread-safe after Start(). Tables must be added before Start(); their

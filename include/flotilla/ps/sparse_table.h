@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,9 +70,18 @@ class SparseTable {
   // `what` when the image does not match this table.
   std::string Serialize() const;
   void Deserialize(std::string_view image, const std::string& what);
+  // Rows from the images every server of a differently sized job saved,
+  // keeping those `keep` accepts (the keys this server now holds). Rows of
+  // an advancing rule are first brought to their server's last step; the
+  // step count then starts afresh.
+  void DeserializeResharded(std::span<const std::string> images,
+                            const std::function<bool(int64_t)>& keep, const std::string& what);
 
  private:
   struct Shard;
+  struct Image;
+  Image ParseImage(std::string_view image, const std::string& what) const;
+  void Install(std::span<const int64_t> keys, std::span<const float> data, const std::string& what);
   static constexpr int64_t kStampFloats = 2;  // an int64 step per row (advancing rules)
   static constexpr int64_t kNoCatchUp = -1;
   size_t ShardIndex(uint64_t hash) const;

@@ -23,7 +23,10 @@ class UpdateRule {
   virtual std::string name() const = 0;
   // The configured (constant) learning rate.
   float learning_rate() const { return learning_rate_; }
-  // Floats of state kept beside an entry of `dim` values.
+  // Floats of state kept beside an entry of `dim` values, laid out as
+  // element-wise arrays of `dim` floats followed by shared scalars (so
+  // StateSize(d) = arrays * d + scalars): dense blocks re-cut for another
+  // number of servers rely on it.
   virtual int64_t StateSize(int64_t dim) const = 0;
   // Sets fresh state for an entry of `dim` values (state.size() == StateSize(dim)).
   virtual void InitState(int64_t dim, std::span<float> state) const;
