@@ -18,9 +18,17 @@ namespace flotilla::ps {
 
 class KeyIndex {
  public:
-  // Salted so that shard placement is independent of server placement
-  // (key mod num_servers).
-  static uint64_t Hash(int64_t key) { return MixBits(static_cast<uint64_t>(key) ^ 0x5bd1e995u); }
+  // A multiplicative hash between two folds: the product's high bits (the
+  // shard) mix every key bit, and the folds bring high key bits into the
+  // low bits the probe starts from, so ids that differ only high up
+  // (slot << 48 | id) do not share a home. Independent of server placement
+  // (key mod num_servers). One multiply instead of splitmix's two: a batch
+  // hashes every key.
+  static uint64_t Hash(int64_t key) {
+    const uint64_t k = static_cast<uint64_t>(key);
+    const uint64_t h = (k ^ (k >> 32)) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+  }
 
   // Returns the slot of `key` (whose Hash is `hash`), inserting it with
   // slot `next` when missing; the bool says whether it was inserted.

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -323,6 +324,23 @@ TEST(KeyIndex, FindsEveryInsertedKeyAcrossGrowth) {
       ASSERT_EQ(slot, want++);
     }
   }
+}
+
+// Probe homes (low bits) and shards (high bits) spread ids that share
+// their low bits and differ only high up, as slot-tagged feature ids do.
+TEST(KeyIndex, HashSpreadsIdsThatDifferOnlyInHighBits) {
+  std::vector<int> home(1024), shard(16);
+  for (int64_t slot = 0; slot < 32; ++slot) {
+    for (int64_t id = 0; id < 64; ++id) {
+      const uint64_t h = KeyIndex::Hash((slot << 48) | (id << 2));
+      ++home[h & 1023];
+      ++shard[(h >> 32) * 16 >> 32];
+    }
+  }
+  // 2048 keys: 2 per home and 128 per shard on average.
+  EXPECT_LE(*std::max_element(home.begin(), home.end()), 10);
+  EXPECT_GE(*std::min_element(shard.begin(), shard.end()), 64);
+  EXPECT_LE(*std::max_element(shard.begin(), shard.end()), 192);
 }
 
 }  // namespace
