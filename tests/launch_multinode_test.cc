@@ -230,5 +230,33 @@ TEST_F(TwoHosts, ParameterServerJobAcrossHosts) {
   EXPECT_NO_PROBES_LEFT(db.path());
 }
 
+// Real parameter-server training across the two hosts: seed 000's model
+// with a server and two workers on each host, gradients and parameters
+// crossing the veth link; every worker converges and everything exits 0.
+TEST_F(TwoHosts, ParameterServerTrainingAcrossHosts) {
+  const std::string example = BuildDir() + "/bin/dist_fit_a_line";
+  if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
+  TempDir da, db;
+  auto args = [&](const TempDir& d) {
+    return std::vector<std::string>{FlotillaBin(), "launch", "--quiet", "--log_dir", d / "log",
+                                    "--servers", ip_a_ + "," + ip_b_, "--workers",
+                                    ip_a_ + "," + ip_a_ + "," + ip_b_ + "," + ip_b_, example,
+                                    "--epochs", "40", "--mode", "sync"};
+  };
+  Child node_b(args(db), db.path(), {}, b_);
+  Child node_a(args(da), da.path(), {}, a_);
+  EXPECT_EQ(node_a.WaitCode(seconds(180)), 0) << node_a.Stderr();
+  EXPECT_EQ(node_b.WaitCode(seconds(180)), 0) << node_b.Stderr();
+  for (const auto& [dir, first] : {std::pair{&da, 0}, std::pair{&db, 2}}) {
+    for (int w = first; w < first + 2; ++w) {
+      const std::string log = ReadText(*dir / ("log/workerlog." + std::to_string(w)));
+      const size_t at = log.rfind("\"test_mse\":");
+      ASSERT_NE(at, std::string::npos) << "worker " << w << " printed no result:\n" << log;
+      const double mse = std::stod(log.substr(at + 11));
+      EXPECT_LT(mse, 30.0) << "worker " << w << " did not converge:\n" << log;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace flotilla::launch_test
