@@ -26,6 +26,7 @@ Variable LayerHelper::CreateParameter(const ParamAttr& attr, const Dims& shape, 
     v.is_parameter = true;
     v.stop_gradient = !attr.trainable;
   }
+  regularizer::SetParamRegularizer(main_block().Var(name), attr.regularizer);
   auto init = attr.initializer ? attr.initializer : default_init;
   FLOTILLA_ENFORCE(init != nullptr, "parameter '", name, "' has no initializer");
   init->Append(startup_block(), startup_block().Var(name));

@@ -62,13 +62,20 @@ std::vector<OpDesc*> Optimizer::apply_gradients(const std::vector<ParamGrad>& pa
   if (startup_ == nullptr) startup_ = &default_startup_program();
   Block& block = *params_grads[0].first.block();
   CreateLearningRate(block);
-  for (const auto& pg : params_grads) {
+  for (const auto& raw : params_grads) {
+    ParamGrad pg = Regularize(raw);
     OpDesc& op = AppendUpdateOp(block, pg);
     op.Set(kOpRoleAttr, int32_t(kOpRoleOptimize));
     op.Set(kOpRoleVarAttr, std::vector<std::string>{pg.first.name(), pg.second.name()});
     ops.push_back(&op);
   }
   return ops;
+}
+
+ParamGrad Optimizer::Regularize(const ParamGrad& pg) const {
+  regularizer::RegularizerPtr own = regularizer::ParamRegularizer(pg.first.desc());
+  const regularizer::RegularizerPtr& reg = own ? own : regularization_;
+  return {pg.first, regularizer::AppendRegularization(pg.first, pg.second, reg)};
 }
 
 Variable Optimizer::Accumulator(const Variable& param, const std::string& name, double value,

@@ -3,6 +3,10 @@
 //
 // minimize = backward + apply_gradients; distributed optimizers (fleet) call
 // the two halves themselves and rewrite the gradients in between.
+//
+// `regularization` (Paddle's regularization=L2Decay(...)) decays every
+// parameter without a ParamAttr::regularizer of its own; apply_gradients
+// appends the decay ahead of the update ops (see flotilla/api/regularizer.h).
 #pragma once
 
 #include <memory>
@@ -10,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/api/regularizer.h"
 #include "flotilla/framework/backward.h"
 #include "flotilla/framework/program.h"
 
@@ -44,7 +49,8 @@ struct MinimizeResult {
 
 class Optimizer {
  public:
-  explicit Optimizer(LearningRate learning_rate) : learning_rate_(std::move(learning_rate)) {}
+  explicit Optimizer(LearningRate learning_rate, regularizer::RegularizerPtr regularization = nullptr)
+      : learning_rate_(std::move(learning_rate)), regularization_(std::move(regularization)) {}
   virtual ~Optimizer() = default;
 
   // Appends backward and update ops to loss's program; the learning rate and
@@ -69,6 +75,13 @@ class Optimizer {
   }
   virtual std::string type() const = 0;
 
+  // The global weight decay; null: none. Set before apply_gradients.
+  const regularizer::RegularizerPtr& regularization() const { return regularization_; }
+  Optimizer& set_regularization(regularizer::RegularizerPtr r) {
+    regularization_ = std::move(r);
+    return *this;
+  }
+
  protected:
   // Appends the update op of one parameter.
   virtual OpDesc& AppendUpdateOp(Block& block, const ParamGrad& pg) = 0;
@@ -80,15 +93,20 @@ class Optimizer {
 
  private:
   void CreateLearningRate(Block& main);
+  // pg with its gradient regularized by the parameter's own regularizer or
+  // the global one; pg itself when neither applies.
+  ParamGrad Regularize(const ParamGrad& pg) const;
 
   LearningRate learning_rate_;
+  regularizer::RegularizerPtr regularization_;
   Program* startup_ = nullptr;
   Variable lr_var_;
 };
 
 class SGD : public Optimizer {
  public:
-  explicit SGD(LearningRate learning_rate) : Optimizer(std::move(learning_rate)) {}
+  explicit SGD(LearningRate learning_rate, regularizer::RegularizerPtr regularization = nullptr)
+      : Optimizer(std::move(learning_rate), std::move(regularization)) {}
   std::string type() const override { return "sgd"; }
 
  protected:
@@ -97,8 +115,11 @@ class SGD : public Optimizer {
 
 class Momentum : public Optimizer {
  public:
-  Momentum(LearningRate learning_rate, float momentum, bool use_nesterov = false)
-      : Optimizer(std::move(learning_rate)), momentum_(momentum), use_nesterov_(use_nesterov) {}
+  Momentum(LearningRate learning_rate, float momentum, bool use_nesterov = false,
+           regularizer::RegularizerPtr regularization = nullptr)
+      : Optimizer(std::move(learning_rate), std::move(regularization)),
+        momentum_(momentum),
+        use_nesterov_(use_nesterov) {}
   std::string type() const override { return "momentum"; }
 
  protected:
@@ -112,8 +133,8 @@ class Momentum : public Optimizer {
 class Adam : public Optimizer {
  public:
   explicit Adam(LearningRate learning_rate = 0.001f, float beta1 = 0.9f, float beta2 = 0.999f,
-                float epsilon = 1e-8f)
-      : Optimizer(std::move(learning_rate)), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+                float epsilon = 1e-8f, regularizer::RegularizerPtr regularization = nullptr)
+      : Optimizer(std::move(learning_rate), std::move(regularization)), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
   std::string type() const override { return "adam"; }
 
  protected:
@@ -126,8 +147,9 @@ class Adam : public Optimizer {
 class Adagrad : public Optimizer {
  public:
   explicit Adagrad(LearningRate learning_rate, float epsilon = 1e-6f,
-                   float initial_accumulator_value = 0.0f)
-      : Optimizer(std::move(learning_rate)), epsilon_(epsilon), initial_(initial_accumulator_value) {}
+                   float initial_accumulator_value = 0.0f,
+                   regularizer::RegularizerPtr regularization = nullptr)
+      : Optimizer(std::move(learning_rate), std::move(regularization)), epsilon_(epsilon), initial_(initial_accumulator_value) {}
   std::string type() const override { return "adagrad"; }
 
  protected:

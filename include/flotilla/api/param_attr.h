@@ -6,6 +6,7 @@
 #include <string>
 
 #include "flotilla/api/initializer.h"
+#include "flotilla/api/regularizer.h"
 
 namespace flotilla {
 
@@ -14,6 +15,9 @@ struct ParamAttr {
   initializer::InitializerPtr initializer;   // null: the layer's default
   bool trainable = true;                     // false: stop_gradient
   bool enabled = true;
+  // Weight decay of this parameter alone; overrides the optimizer's
+  // regularization. Null: the optimizer's.
+  regularizer::RegularizerPtr regularizer;
 
   static ParamAttr None() {
     ParamAttr a;

@@ -36,6 +36,11 @@ struct VarDesc {
   bool stop_gradient = false;
   bool is_parameter = false;
   bool is_data = false;  // fed by the user; the executor checks its feed
+  // A parameter's own weight decay (ParamAttr::regularizer), which overrides
+  // the optimizer's: "" (none of its own), "l2_decay" or "l1_decay", with its
+  // coefficient. Copied by Program::Clone; not serialised.
+  std::string regularizer;
+  float regularization_coeff = 0.0f;
 };
 
 using Attribute = std::variant<bool, int32_t, int64_t, float, double, std::string,

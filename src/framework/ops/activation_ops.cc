@@ -1,4 +1,4 @@
-// Activations relu, tanh, sigmoid, square, and scale.
+// Activations relu, tanh, sigmoid, square, sign, and scale.
 //
 // Like Paddle, relu/tanh/sigmoid differentiate through Out (their derivative
 // is a function of the output), so backward keeps Out alive rather than X;
@@ -80,6 +80,13 @@ struct Square {
   static constexpr bool kGradUsesOut = false;
   template <typename T> static T Fwd(T x) { return x * x; }
   template <typename T> static T Grad(T x, T g) { return T(2) * x * g; }
+};
+
+// sign (-1, 0 or 1) feeds L1 weight decay; like Paddle's it is registered
+// without a gradient (its derivative is 0 almost everywhere).
+struct Sign {
+  static constexpr const char* kName = "sign";
+  template <typename T> static T Fwd(T x) { return T((x > T(0)) - (x < T(0))); }
 };
 
 template <typename F>
@@ -172,6 +179,9 @@ void RegisterActivationOps() {
   RegisterActivation<Tanh>(r);
   RegisterActivation<Sigmoid>(r);
   RegisterActivation<Square>(r);
+  r.Register({.type = Sign::kName,
+              .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
+              .kernels = {{Place::Kind::kCPU, ActivationKernel<Sign>}}});
   r.Register({.type = "scale",
               .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
               .kernels = {{Place::Kind::kCPU, ScaleKernel}},

@@ -52,6 +52,19 @@ TEST(ActivationOps, ReluClampsNegatives) {
   EXPECT_EQ(out.ToVector<float>(), (std::vector<float>{0, 0, 2.5f}));
 }
 
+TEST(ActivationOps, SignGivesMinusOneZeroOrOne) {
+  auto f = RunOp(Unary("sign"), {{"x", Tensor::FromVector<float>({-2.5f, 0, 1e-30f, 7}, {2, 2})}});
+  EXPECT_EQ(f.at("out").ToVector<float>(), (std::vector<float>{-1, 0, 1, 1}));
+  EXPECT_EQ(f.at("out").dims(), (Dims{2, 2}));
+  auto d = RunOp(Unary("sign"), {{"x", Tensor::FromVector<double>({-0.0, -3}, {2})}});
+  EXPECT_EQ(d.at("out").ToVector<double>(), (std::vector<double>{0, -1}));
+}
+
+TEST(ActivationOps, SignIsNotDifferentiable) {
+  RegisterAllOps();
+  EXPECT_FALSE(OpRegistry::Global().Get("sign").differentiable());
+}
+
 TEST(ActivationOps, SigmoidAndSquareMatchFormulas) {
   auto x = Tensor::FromVector<double>({-2, 0, 3}, {3});
   auto sig = RunOp(Unary("sigmoid"), {{"x", x}}).at("out").ToVector<double>();
