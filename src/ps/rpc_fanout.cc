@@ -1,6 +1,9 @@
 #include "ps/rpc_fanout.h"
 
+#include <algorithm>
 #include <condition_variable>
+#include <deque>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -33,59 +36,117 @@ RpcFanout::RpcFanout(const std::vector<std::string>& endpoints, const PsClientOp
 
 RpcFanout::~RpcFanout() = default;
 
-void RpcFanout::Attempt(const std::vector<ServerCall>& calls, const std::vector<size_t>& pending,
-                        std::chrono::milliseconds attempt_timeout,
-                        std::vector<Outcome>* outcomes) const {
+namespace {
+
+// The progress of one call of a fan-out. Only the waiting thread touches
+// it; completions arrive through FanoutEvents.
+struct CallSlot {
+  std::unique_ptr<grpc::ClientContext> ctx;  // of the attempt in flight or last finished
+  bool in_flight = false;
+  Clock::time_point retry_at = Clock::time_point::max();  // max: no retry due
+  std::chrono::milliseconds backoff{50};
+};
+
+// Completed calls, handed from gRPC's threads to the waiting one.
+struct FanoutEvents {
   std::mutex mu;
   std::condition_variable cv;
-  size_t remaining = pending.size();
-  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
-  for (size_t i : pending) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + attempt_timeout);
-    if (!options_.token.empty()) ctx->AddMetadata(kTokenMetadata, options_.token);
-    Outcome* out = &(*outcomes)[i];
-    ++out->attempts;
-    calls[i].start(stubs_[calls[i].server].get(), ctx.get(), [&, out](grpc::Status s) {
-      std::lock_guard<std::mutex> lock(mu);
-      out->status = std::move(s);
-      if (--remaining == 0) cv.notify_all();
-    });
-    contexts.push_back(std::move(ctx));
-  }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return remaining == 0; });
+  std::deque<size_t> finished;  // guarded by mu
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::ClientContext> RpcFanout::NewContext(std::chrono::milliseconds timeout) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  if (!options_.token.empty()) ctx->AddMetadata(kTokenMetadata, options_.token);
+  return ctx;
 }
 
+// Every call runs in parallel. A call that finds its server unavailable is
+// retried after a backoff (50 ms, doubling to 1 s) within retry_timeout
+// and max_attempts, while the others stay in flight. The first call that
+// fails for good cancels the others, so a trainer blocked in one server's
+// barrier is not left waiting when another server is gone.
 void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
                     std::chrono::milliseconds attempt_timeout) const {
-  std::vector<Outcome> outcomes(calls.size());
-  std::vector<size_t> pending(calls.size());
-  for (size_t i = 0; i < calls.size(); ++i) pending[i] = i;
+  const size_t n = calls.size();
+  std::vector<Outcome> outcomes(n);
+  std::vector<CallSlot> slots(n);
+  FanoutEvents events;
+  auto issue = [&](size_t i) {
+    slots[i].ctx = NewContext(attempt_timeout);
+    slots[i].in_flight = true;
+    ++outcomes[i].attempts;
+    calls[i].start(stubs_[calls[i].server].get(), slots[i].ctx.get(), [&events, &outcomes, i](grpc::Status st) {
+      std::lock_guard<std::mutex> lock(events.mu);
+      outcomes[i].status = std::move(st);
+      events.finished.push_back(i);
+      events.cv.notify_all();
+    });
+  };
+  for (size_t i = 0; i < n; ++i) issue(i);
   const auto give_up = Clock::now() + options_.retry_timeout;
-  auto backoff = std::chrono::milliseconds(50);
-  while (!pending.empty()) {
-    Attempt(calls, pending, attempt_timeout, &outcomes);
-    std::vector<size_t> retry, fatal;
-    for (size_t i : pending) {
+  size_t ok = 0;
+  std::optional<size_t> fatal;
+  std::unique_lock<std::mutex> lock(events.mu);
+  while (ok < n && !fatal) {
+    auto due = Clock::time_point::max();
+    for (const CallSlot& slot : slots) due = std::min(due, slot.retry_at);
+    auto arrived = [&] { return !events.finished.empty(); };
+    if (due == Clock::time_point::max()) {
+      events.cv.wait(lock, arrived);
+    } else {
+      events.cv.wait_until(lock, due, arrived);
+    }
+    while (!events.finished.empty()) {
+      const size_t i = events.finished.front();
+      events.finished.pop_front();
+      CallSlot& slot = slots[i];
+      slot.in_flight = false;
       const Outcome& o = outcomes[i];
-      if (o.status.ok()) continue;
-      const bool retryable = o.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-                             o.attempts < options_.max_attempts && Clock::now() + backoff < give_up;
-      (retryable ? retry : fatal).push_back(i);
+      if (o.status.ok()) {
+        ++ok;
+      } else if (o.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                 o.attempts < options_.max_attempts && Clock::now() + slot.backoff < give_up) {
+        slot.retry_at = Clock::now() + slot.backoff;
+        slot.backoff = std::min(slot.backoff * 2, std::chrono::milliseconds(1000));
+      } else if (!fatal) {
+        fatal = i;
+      }
     }
-    if (!fatal.empty()) {
-      // The first failure sets the error kind; every other failing server is named too.
-      std::string others;
-      for (size_t i : fatal) if (i != fatal[0]) others += Describe(calls[i], outcomes[i]);
-      for (size_t i : retry) others += Describe(calls[i], outcomes[i]);
-      Throw(method, calls[fatal[0]], outcomes[fatal[0]], attempt_timeout, others);
+    for (size_t i = 0; i < n && !fatal; ++i) {
+      if (slots[i].retry_at > Clock::now()) continue;
+      slots[i].retry_at = Clock::time_point::max();
+      lock.unlock();  // a call may complete inline and take the lock
+      issue(i);
+      lock.lock();
     }
-    pending = std::move(retry);
-    if (pending.empty()) break;
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
+  if (!fatal) return;
+  // Cancel what is still in flight and wait for it: the calls reference
+  // this frame's outcomes and contexts.
+  for (CallSlot& slot : slots) {
+    if (slot.in_flight) slot.ctx->TryCancel();
+  }
+  auto any_in_flight = [&] {
+    return std::any_of(slots.begin(), slots.end(), [](const CallSlot& s) { return s.in_flight; });
+  };
+  while (any_in_flight()) {
+    events.cv.wait(lock, [&] { return !events.finished.empty(); });
+    while (!events.finished.empty()) {
+      slots[events.finished.front()].in_flight = false;
+      events.finished.pop_front();
+    }
+  }
+  std::string others;
+  for (size_t i = 0; i < n; ++i) {
+    const grpc::StatusCode code = outcomes[i].status.error_code();
+    if (i == *fatal || code == grpc::StatusCode::OK || code == grpc::StatusCode::CANCELLED) continue;
+    others += Describe(calls[i], outcomes[i]);
+  }
+  lock.unlock();
+  Throw(method, calls[*fatal], outcomes[*fatal], attempt_timeout, others);
 }
 
 std::string RpcFanout::Describe(const ServerCall& call, const Outcome& o) const {

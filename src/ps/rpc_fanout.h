@@ -1,6 +1,7 @@
 // RpcFanout: runs one RPC per server in parallel (gRPC callback API), with a
 // deadline per attempt and bounded retries of UNAVAILABLE, and turns the
-// first failure into a flotilla::Error naming the server's endpoint.
+// first failure into a flotilla::Error naming the server's endpoint; that
+// failure cancels the calls still in flight.
 #pragma once
 
 #include <chrono>
@@ -45,9 +46,7 @@ class RpcFanout {
     grpc::Status status;
     int attempts = 0;
   };
-  // One parallel attempt of the calls whose index is in `pending`.
-  void Attempt(const std::vector<ServerCall>& calls, const std::vector<size_t>& pending,
-               std::chrono::milliseconds attempt_timeout, std::vector<Outcome>* outcomes) const;
+  std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) const;
   // Throws the Error matching `outcome`; `others` (from Describe) names the
   // other servers that failed in the same attempt.
   [[noreturn]] void Throw(const char* method, const ServerCall& call, const Outcome& outcome,

@@ -255,6 +255,30 @@ TEST(PsService, StoppedServerFailsClientsWithinTheDeadlineNamingIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 40s);
 }
 
+// Trainer 0 waits in server 0's barrier for trainer 1 (which never comes)
+// while server 1 is gone: the barrier fan-out fails on server 1 within the
+// retry budget and cancels the wait at server 0 instead of hanging there
+// until the barrier timeout.
+TEST(PsService, ADeadServerEndsAWaitAtALiveServersBarrier) {
+  Cluster cluster(2, 2, PsMode::kSync, "", /*barrier_timeout=*/120s);
+  const std::string dead = cluster.endpoints[1];
+  cluster.servers[1].reset();
+  PsClientOptions o;
+  o.retry_timeout = 2s;
+  o.barrier_timeout = 120s;
+  auto client = cluster.Client(0, 2, o);
+  auto barrier = std::async(std::launch::async, [&] { client->Barrier(); });
+  const bool ended = barrier.wait_for(30s) == std::future_status::ready;
+  if (!ended) cluster.servers[0]->Stop();  // release the wait so the test can end
+  ASSERT_TRUE(ended) << "the barrier at the live server outlived the dead one";
+  try {
+    barrier.get();
+    FAIL() << "a barrier with a dead server succeeded";
+  } catch (const Unavailable& e) {
+    EXPECT_NE(std::string(e.what()).find(dead), std::string::npos) << e.what();
+  }
+}
+
 TEST(PsService, StopEndsRunAndFailsWaitingBarriers) {
   Cluster cluster(1, 2, PsMode::kSync);
   auto run = std::async(std::launch::async, [&] { cluster.servers[0]->Run(); });
