@@ -68,8 +68,7 @@ Params TrainSingle(const MlpShape& shape, const Params& initial, int steps) {
 
 // Returns the backend rank 0 trained with.
 std::string ExpectEquivalent(const char* name, int n, const DistributedStrategy& strategy,
-                             std::function<std::string(int)> host_of = nullptr) {
-  MlpShape shape;
+                             std::function<std::string(int)> host_of = nullptr, MlpShape shape = {}) {
   RunResult dist = TrainDistributed(n, shape, strategy, kSteps, std::move(host_of));
   int k = strategy.gradient_merge() ? strategy.gradient_merge_configs().k_steps() : 1;
   Params single = TrainSingle(shape, dist.initial, kSteps / k);
@@ -120,6 +119,17 @@ TEST(FleetEquivalence, GradientMerge) {
   s.set_gradient_merge(true);
   s.gradient_merge_configs().set_k_steps(2);
   ExpectEquivalent("gradient merge k=2", 2, s);
+}
+
+// Weight decay reads the all-reduced (or merged) gradient, not one rank's.
+TEST(FleetEquivalence, WeightDecay) {
+  MlpShape shape;
+  shape.l2_decay = 0.5f;
+  ExpectEquivalent("L2 decay", 2, DistributedStrategy(), nullptr, shape);
+  DistributedStrategy merge;
+  merge.set_gradient_merge(true);
+  merge.gradient_merge_configs().set_k_steps(2);
+  ExpectEquivalent("L2 decay, gradient merge k=2", 2, merge, nullptr, shape);
 }
 
 TEST(FleetLocalSGD, AveragesEveryKSteps) {

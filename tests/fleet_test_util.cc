@@ -1,5 +1,7 @@
 #include "fleet_test_util.h"
 
+#include "flotilla/api/regularizer.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -17,7 +19,8 @@ Model BuildMlp(const MlpShape& shape, float lr, Fleet* fleet, const DistributedS
   for (int64_t width : shape.hidden) h = layers::fc(h, width, 1, {}, {}, "tanh");
   m.prediction = layers::fc(h, shape.classes, 1, {}, {}, "softmax");
   m.loss = layers::mean(layers::cross_entropy(m.prediction, y));
-  m.sgd = std::make_unique<optimizer::SGD>(lr);
+  m.sgd = std::make_unique<optimizer::SGD>(
+      lr, shape.l2_decay > 0 ? regularizer::L2Decay(shape.l2_decay) : nullptr);
   if (fleet != nullptr) {
     m.dist = std::make_unique<DistributedOptimizer>(fleet->distributed_optimizer(*m.sgd, strategy));
     m.dist->minimize(m.loss, m.startup.get());

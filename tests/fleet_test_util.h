@@ -20,6 +20,7 @@ struct MlpShape {
   int64_t in = 8;
   std::vector<int64_t> hidden = {16, 16};
   int64_t classes = 2;
+  float l2_decay = 0;  // > 0: SGD with L2Decay(l2_decay)
 };
 
 // mlp(in → hidden... → classes) with tanh/softmax, cross_entropy, mean;

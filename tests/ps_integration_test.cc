@@ -55,10 +55,11 @@ std::string Loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 // Sync PS with 2 pservers and 2 trainers against one process on the
 // combined batch: every parameter within 1e-5 after 20 steps.
-void ExpectSyncEqualsOneProcess(const std::string& optimizer, bool schedule = false) {
+// `flags`: more worker flags (--schedule, --l2 C), the same for every process.
+void ExpectSyncEqualsOneProcess(const std::string& optimizer, std::vector<std::string> flags = {}) {
   TempDir local_dir;
   std::vector<std::string> extra = {"--optimizer", optimizer};
-  if (schedule) extra.push_back("--schedule");
+  extra.insert(extra.end(), flags.begin(), flags.end());
   auto with = [&](std::vector<std::string> args) {
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
@@ -110,8 +111,13 @@ TEST(PsIntegration, SyncTwoTrainersEqualOneProcessAfter20MomentumSteps) {
 // carries the step's rate, and momentum rows catch up at the rates of the
 // steps they missed.
 TEST(PsIntegration, SyncTwoTrainersEqualOneProcessWithADecayingLearningRate) {
-  ExpectSyncEqualsOneProcess("sgd", /*schedule=*/true);
-  ExpectSyncEqualsOneProcess("momentum", /*schedule=*/true);
+  ExpectSyncEqualsOneProcess("sgd", {"--schedule"});
+  ExpectSyncEqualsOneProcess("momentum", {"--schedule"});
+}
+
+// Trainers push the decayed gradient (weight decay runs on the trainers).
+TEST(PsIntegration, SyncTwoTrainersEqualOneProcessWithWeightDecay) {
+  ExpectSyncEqualsOneProcess("momentum", {"--l2", "0.5"});
 }
 
 // Long enough to converge: initial values are random per process, and after

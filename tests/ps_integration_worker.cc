@@ -17,6 +17,7 @@
 #include "flotilla/api/layers.h"
 #include "flotilla/api/learning_rate_scheduler.h"
 #include "flotilla/api/optimizer.h"
+#include "flotilla/api/regularizer.h"
 #include "flotilla/fleet/distribute_transpiler.h"
 #include "flotilla/fleet/fleet.h"
 #include "flotilla/framework/executor.h"
@@ -39,6 +40,7 @@ struct Args {
   std::string mode = "sync";  // resume: sync | geo (k_steps 10)
   std::string optimizer = "sgd";  // equal: sgd | momentum (mu 0.9)
   bool schedule = false;          // equal: exponential_decay(lr, 4 steps, 0.5) instead of a constant
+  float l2 = 0;                   // equal: > 0, L2 weight decay of this coefficient
 };
 
 float Value(int64_t step, int64_t row, int64_t col) {
@@ -103,10 +105,11 @@ int RunEqual(const Args& a) {
   auto loss = layers::mean(layers::square_error_cost(layers::fc(h, 1, 1, attr(0.3, 14), attr(0.1, 15)), y));
   optimizer::LearningRate lr = a.lr;
   if (a.schedule) lr = layers::exponential_decay(a.lr, 4, 0.5f);
+  regularizer::RegularizerPtr decay = a.l2 > 0 ? regularizer::L2Decay(a.l2) : nullptr;
   if (a.optimizer == "momentum") {
-    optimizer::Momentum(lr, 0.9f).minimize(loss);
+    optimizer::Momentum(lr, 0.9f, false, decay).minimize(loss);
   } else {
-    optimizer::SGD(lr).minimize(loss);
+    optimizer::SGD(lr, decay).minimize(loss);
   }
   std::vector<std::string> params = Parameters(main);
   Executor exe(CPUPlace());
@@ -240,6 +243,7 @@ int main(int argc, char** argv) {
   app.add_option("--mode", a.mode);
   app.add_option("--optimizer", a.optimizer)->check(CLI::IsMember({"sgd", "momentum"}));
   app.add_flag("--schedule", a.schedule);
+  app.add_option("--l2", a.l2);
   app.add_option("--model_dir", a.model_dir);
   CLI11_PARSE(app, argc, argv);
   try {

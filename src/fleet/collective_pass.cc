@@ -24,6 +24,27 @@ size_t FirstOptimizeOp(const Block& block) {
   return block.op_size();
 }
 
+// Where the update section starts: the first optimize op, or an earlier op
+// after backward that reads a parameter gradient (weight decay, which
+// apply_gradients appends with the backward role before each update).
+// Gradients are all-reduced, or merged, before it.
+size_t FirstGradConsumer(const Block& block, const std::vector<ParamGrad>& params_grads) {
+  const size_t first_opt = FirstOptimizeOp(block);
+  std::set<std::string> grads;
+  for (const auto& pg : params_grads) grads.insert(pg.second.name());
+  auto names_a_grad = [&](const std::vector<std::string>& names) {
+    return std::any_of(names.begin(), names.end(), [&](const auto& n) { return grads.count(n) > 0; });
+  };
+  size_t last_writer = 0;
+  for (size_t i = 0; i < first_opt; ++i) {
+    if (names_a_grad(block.op(i).OutputArgumentNames())) last_writer = i;
+  }
+  for (size_t i = last_writer + 1; i < first_opt; ++i) {
+    if (names_a_grad(block.op(i).InputArgumentNames())) return i;
+  }
+  return first_opt;
+}
+
 // Index of the op that finally writes `grad` before the optimizer: the one
 // backward tags with op_role_var [param, grad] (or, failing that, the last
 // writer).
@@ -98,7 +119,7 @@ size_t SplitWeightGradOps(Block& block, const std::vector<ParamGrad>& params_gra
 CollectivePassResult DataParallel(Program& main, const std::vector<ParamGrad>& params_grads,
                                   const DistributedStrategy& s, int ring_id) {
   Block& block = main.global_block();
-  size_t first_opt = FirstOptimizeOp(block);
+  size_t first_opt = FirstGradConsumer(block, params_grads);
   first_opt += SplitWeightGradOps(block, params_grads, first_opt);
   auto order = GradsInProductionOrder(block, params_grads, first_opt);
   std::vector<std::string> grads;
@@ -142,7 +163,7 @@ CollectivePassResult GradientMerge(Program& main, Program& startup,
   Block& block = main.global_block();
   const auto& cfg = s.gradient_merge_configs();
   std::string tag = StrCat("@fleet.gm", ring_id);
-  std::vector<OpDesc> optimize = TakeOps(block, FirstOptimizeOp(block));
+  std::vector<OpDesc> optimize = TakeOps(block, FirstGradConsumer(block, params_grads));
   std::vector<std::string> grads, accs;
   for (auto it = params_grads.rbegin(); it != params_grads.rend(); ++it) {
     grads.push_back(it->second.name());
