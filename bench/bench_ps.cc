@@ -7,7 +7,7 @@
 // the ratio is what tables, slicing and (de)serialisation add on top of
 // the transport.
 //
-//   bench_ps [--iters N] [--only sparse|dense] [--servers N]
+//   bench_ps [--iters N] [--only sparse|dense] [--servers N] [--pull_split_keys N]
 //                             prints one JSON object per line
 #include <algorithm>
 #include <chrono>
@@ -122,14 +122,15 @@ void RunDense(PsClient& client, int iters, const Echo& echo) {
 }
 
 // `only`: "sparse", "dense" or "" for both.
-void RunAll(int num_servers, int iters, const std::string& only) {
+void RunAll(int num_servers, int iters, const std::string& only,
+            const PsClientOptions& client_options) {
   std::vector<std::unique_ptr<PsServer>> servers;
   std::vector<std::string> endpoints;
   for (int i = 0; i < num_servers; ++i) {
     servers.push_back(StartServer(i, num_servers));
     endpoints.push_back(servers.back()->endpoint());
   }
-  PsClient client(endpoints, 0, 1);
+  PsClient client(endpoints, 0, 1, client_options);
   Echo echo = [&](std::string share, int64_t reply) {
     return std::function<void()>([&client, share, reply] { client.EchoAll(share, reply); });
   };
@@ -141,6 +142,7 @@ int Main(int argc, char** argv) {
   int iters = 30;
   std::string only;
   std::vector<int> server_counts{1, 2};
+  PsClientOptions client_options;
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
     FLOTILLA_ENFORCE(i + 1 < argc, "bench_ps: flag ", flag, " needs a value");
@@ -152,12 +154,14 @@ int Main(int argc, char** argv) {
       only = value;
     } else if (flag == "--servers") {
       server_counts = {std::stoi(value)};
+    } else if (flag == "--pull_split_keys") {
+      client_options.pull_split_keys = std::stoll(value);
     } else {
       FLOTILLA_THROW(InvalidArgument, "bench_ps: unknown flag ", flag,
-                     " (expected --iters N, --only sparse|dense, --servers N)");
+                     " (expected --iters N, --only sparse|dense, --servers N, --pull_split_keys N)");
     }
   }
-  for (int n : server_counts) RunAll(n, iters, only);
+  for (int n : server_counts) RunAll(n, iters, only, client_options);
   return 0;
 }
 

@@ -1,9 +1,11 @@
 #include "flotilla/ps/client.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "flotilla/common/enforce.h"
 #include "ps/payload.h"
@@ -303,53 +305,102 @@ Tensor PsClient::PullSparse(const std::string& name, std::span<const int64_t> ke
   return out;
 }
 
+namespace {
+
+// How a sparse pull's keys map onto calls: server s's share goes to calls
+// first[s] .. first[s] + parts[s] - 1, each of part_size[s] keys (the last
+// fewer), in the order the keys come.
+struct PullPlan {
+  std::vector<int> server;      // per call
+  std::vector<size_t> count;    // per call
+  std::vector<size_t> first, part_size;  // per server
+};
+
+PullPlan PlanPull(const std::vector<size_t>& count, const PsClientOptions& o) {
+  const size_t active = std::count_if(count.begin(), count.end(), [](size_t c) { return c > 0; });
+  const size_t budget = std::max<size_t>(
+      active, o.pull_calls > 0 ? o.pull_calls : std::max(1u, std::thread::hardware_concurrency()));
+  const size_t split = static_cast<size_t>(std::max<int64_t>(1, o.pull_split_keys));
+  PullPlan plan;
+  plan.first.assign(count.size(), 0);
+  plan.part_size.assign(count.size(), 0);
+  for (size_t s = 0; s < count.size(); ++s) {
+    if (count[s] == 0) continue;
+    const size_t parts = std::clamp<size_t>((count[s] + split - 1) / split, 1, budget / active);
+    plan.part_size[s] = (count[s] + parts - 1) / parts;
+    plan.first[s] = plan.server.size();
+    for (size_t left = count[s]; left > 0; left -= std::min(left, plan.part_size[s])) {
+      plan.server.push_back(static_cast<int>(s));
+      plan.count.push_back(std::min(left, plan.part_size[s]));
+    }
+  }
+  return plan;
+}
+
+// Visits the keys in order with the call each belongs to: fn(i, call).
+template <typename Fn>
+void ForEachPlannedKey(const PullPlan& plan, const PsClient::Impl::KeyRoute& route, size_t keys,
+                       Fn&& fn) {
+  std::vector<size_t> call(plan.first), left(plan.part_size);
+  for (size_t i = 0; i < keys; ++i) {
+    const uint32_t s = route.ServerOf(i);
+    if (left[s] == 0) {
+      ++call[s];
+      left[s] = plan.part_size[s];
+    }
+    --left[s];
+    fn(i, call[s]);
+  }
+}
+
+}  // namespace
+
 void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys, Tensor* out) {
   if (keys.empty()) {
     out->set_dtype(DType::kFloat32).Resize({0, 0});
     return;
   }
   const Impl::KeyRoute route = impl_->Route(keys);
-  auto& reqs = Reused<rpc::PullSparseRequest>(num_servers());
-  auto& resps = Reused<rpc::PullSparseResponse>(num_servers());
-  std::vector<rpc::SparseRowsData*> rows(num_servers(), nullptr);
+  const PullPlan plan = PlanPull(route.count, impl_->options);
+  const size_t n = plan.server.size();
+  auto& reqs = Reused<rpc::PullSparseRequest>(n);
+  auto& resps = Reused<rpc::PullSparseResponse>(n);
+  std::vector<int64_t*> key_out(n);
   std::vector<ServerCall> calls;
-  for (int s = 0; s < num_servers(); ++s) {
-    if (route.count[s] == 0) continue;
-    reqs[s].set_trainer_id(impl_->trainer_id);
-    rows[s] = reqs[s].add_tables();
-    rows[s]->set_table(name);
-    calls.push_back({s, [req = &reqs[s], resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx,
-                                                          Done done) {
+  for (size_t c = 0; c < n; ++c) {
+    reqs[c].set_trainer_id(impl_->trainer_id);
+    rpc::SparseRowsData* rows = reqs[c].add_tables();
+    rows->set_table(name);
+    key_out[c] = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
+    calls.push_back({plan.server[c], [req = &reqs[c], resp = &resps[c]](Stub* stub, grpc::ClientContext* ctx,
+                                                                      Done done) {
                        stub->async()->PullSparse(ctx, req, resp, std::move(done));
                      }});
   }
-  FillRows(route, keys, nullptr, 0, rows);
+  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) { *key_out[c]++ = keys[i]; });
   impl_->fanout.Run("PullSparse", calls);
-  std::vector<const float*> in(num_servers(), nullptr);
+  std::vector<const float*> in(n, nullptr);
   int64_t dim = -1;
-  for (int s = 0; s < num_servers(); ++s) {
-    if (route.count[s] == 0) continue;
-    FLOTILLA_CHECK(resps[s].tables_size() == 1, Internal, "parameter server ",
-                   impl_->endpoints[s], " answered PullSparse of '", name, "' with ",
-                   resps[s].tables_size(), " tables");
-    const auto& got = resps[s].tables(0);
+  for (size_t c = 0; c < n; ++c) {
+    const std::string& ep = impl_->endpoints[plan.server[c]];
+    FLOTILLA_CHECK(resps[c].tables_size() == 1, Internal, "parameter server ", ep,
+                   " answered PullSparse of '", name, "' with ", resps[c].tables_size(), " tables");
+    const auto& got = resps[c].tables(0);
     if (dim < 0) dim = got.dim();
     FLOTILLA_ENFORCE_EQ(got.dim(), dim, "sparse table '", name, "' dim differs across servers");
     auto values = AsSpan<float>(got.values(), "rows of '" + name + "'");
-    FLOTILLA_ENFORCE_EQ(values.size(), route.count[s] * dim, "rows of '", name, "' from ",
-                        impl_->endpoints[s]);
-    in[s] = values.data();
+    FLOTILLA_ENFORCE_EQ(values.size(), plan.count[c] * dim, "rows of '", name, "' from ", ep);
+    in[c] = values.data();
   }
   float* dst = out->set_dtype(DType::kFloat32).Resize({int64_t(keys.size()), dim}).mutable_data<float>();
-  if (route.server.empty()) {
+  if (n == 1) {
     std::memcpy(dst, in[0], keys.size() * dim * sizeof(float));
     return;
   }
-  for (size_t i = 0; i < keys.size(); ++i) {  // back into the caller's key order
-    const uint32_t s = route.server[i];
-    CopyRow(dst + i * dim, in[s], dim);
-    in[s] += dim;
-  }
+  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {  // back into key order
+    CopyRow(dst + i * dim, in[c], dim);
+    in[c] += dim;
+  });
 }
 
 void PsClient::PushSparse(const std::string& name, std::span<const int64_t> keys,

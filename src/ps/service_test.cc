@@ -279,6 +279,25 @@ TEST(PsService, ADeadServerEndsAWaitAtALiveServersBarrier) {
   }
 }
 
+// A pull split into concurrent calls per server returns the rows of one
+// unsplit pull, in the caller's key order.
+TEST(PsService, SplitPullsReturnTheRowsOfOnePull) {
+  Cluster cluster(2, 1, PsMode::kAsync);
+  PsClientOptions split;
+  split.pull_split_keys = 3;
+  split.pull_calls = 8;
+  PsClientOptions whole;
+  whole.pull_split_keys = 1 << 30;
+  auto a = cluster.Client(0, 1, split), b = cluster.Client(0, 1, whole);
+  std::vector<int64_t> keys;
+  for (int64_t i = 0; i < 41; ++i) keys.push_back((i * 37) % 101 - 50);  // both servers, negative ids too
+  Tensor x = a->PullSparse("emb", keys), y = b->PullSparse("emb", keys);
+  ASSERT_EQ(x.dims(), (Dims{41, kDim}));
+  EXPECT_EQ(x.ToVector<float>(), y.ToVector<float>());
+  Tensor one = b->PullSparse("emb", std::vector<int64_t>{keys[17]});
+  for (int64_t j = 0; j < kDim; ++j) EXPECT_EQ(x.data<float>()[17 * kDim + j], one.data<float>()[j]);
+}
+
 TEST(PsService, StopEndsRunAndFailsWaitingBarriers) {
   Cluster cluster(1, 2, PsMode::kSync);
   auto run = std::async(std::launch::async, [&] { cluster.servers[0]->Run(); });

@@ -38,6 +38,12 @@ struct PsClientOptions {
   std::string token;  // sent with every request when non-empty
   SparseSlicer slicer = ModSlicer;
   int64_t min_block_size = kMinBlockSize;  // must match the servers' tables
+  // A server's share of a sparse pull larger than this many keys is split
+  // into concurrent calls, so the server looks up one part while the
+  // others are on the wire; at most `pull_calls` calls per pull in all
+  // (0: this machine's cores), never fewer than one per server.
+  int64_t pull_split_keys = 4096;
+  int pull_calls = 0;
 };
 
 // A dense variable for batched calls. For pulls `value` is the destination
