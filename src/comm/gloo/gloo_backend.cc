@@ -10,7 +10,9 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <csignal>
 #include <cstring>
+#include <mutex>
 
 #include "comm/gloo/store_adapter.h"
 #include "comm/derived_ops.h"
@@ -67,9 +69,28 @@ std::shared_ptr<gloo::transport::Device> CreateDevice(const std::string& iface,
   }
 }
 
+namespace {
+
+// Gloo's TCP transport writes to peer sockets without MSG_NOSIGNAL: a write
+// to a peer that just died raises SIGPIPE, whose default action kills this
+// rank before Gloo can report the failure naming the peer. Ignore it (as
+// gRPC does) unless the program installed a handler of its own.
+void IgnoreSigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
+}  // namespace
+
 GlooBackend::GlooBackend(std::shared_ptr<Store> store, int rank, int size,
                          std::shared_ptr<gloo::transport::Device> device, GlooOptions options)
     : rank_(rank), size_(size), options_(std::move(options)) {
+  IgnoreSigpipe();
   context_ = Connect(std::make_shared<PrefixStore>("algo", store), device);
   unbound_context_ = Connect(std::make_shared<PrefixStore>("unbound", store), device);
 }
