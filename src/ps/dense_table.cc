@@ -150,7 +150,8 @@ struct DenseTable::SavedBlock {
   std::vector<float> value, state;
 };
 
-std::vector<DenseTable::SavedBlock> DenseTable::ParseImage(std::string_view image, const std::string& what) const {
+std::vector<DenseTable::SavedBlock> DenseTable::ParseImage(std::string_view image,
+                                                           const std::string& what) const {
   ByteReader r(image, what);
   const std::string stored_name = r.GetString();
   const int64_t stored_numel = r.Get<int64_t>();
@@ -201,7 +202,9 @@ void DenseTable::Deserialize(std::string_view image, const std::string& what) {
 void DenseTable::DeserializeResliced(std::span<const std::string> images, const std::string& what) {
   std::vector<SavedBlock> saved;
   for (size_t j = 0; j < images.size(); ++j) {
-    for (SavedBlock& b : ParseImage(images[j], StrCat(what, " (image ", j, ")"))) saved.push_back(std::move(b));
+    for (SavedBlock& b : ParseImage(images[j], StrCat(what, " (image ", j, ")"))) {
+      saved.push_back(std::move(b));
+    }
   }
   std::sort(saved.begin(), saved.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
   int64_t covered = 0;

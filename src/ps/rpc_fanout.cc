@@ -78,12 +78,13 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
     slots[i].ctx = NewContext(attempt_timeout);
     slots[i].in_flight = true;
     ++outcomes[i].attempts;
-    calls[i].start(stubs_[calls[i].server].get(), slots[i].ctx.get(), [&events, &outcomes, i](grpc::Status st) {
+    auto done = [&events, &outcomes, i](grpc::Status st) {
       std::lock_guard<std::mutex> lock(events.mu);
       outcomes[i].status = std::move(st);
       events.finished.push_back(i);
       events.cv.notify_all();
-    });
+    };
+    calls[i].start(stubs_[calls[i].server].get(), slots[i].ctx.get(), std::move(done));
   };
   for (size_t i = 0; i < n; ++i) issue(i);
   const auto give_up = Clock::now() + options_.retry_timeout;

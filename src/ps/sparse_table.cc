@@ -126,12 +126,12 @@ struct RowBatch {
 // Calls fn(rows, positions) once per shard the batch touches, under the
 // shard's lock: rows[j] is the row (values, then rule state) of
 // keys[positions[j]], created when missing and, unless `now` is
-// kNoCatchUp, brought up to step `now` (see UpdateRule::advances). Keys are grouped by shard so
-// each lock is taken once per batch; keys of one shard keep their order
-// (repeated keys apply in order). Resolving a shard's rows prefetches
-// index entries kLookAhead keys ahead, then every row, so the caller's
-// pass over them runs from cache. A batch is not atomic across shards,
-// which none of the modes needs.
+// kNoCatchUp, brought up to step `now` (see UpdateRule::advances). Keys
+// are grouped by shard so each lock is taken once per batch; keys of one
+// shard keep their order (repeated keys apply in order). Resolving a
+// shard's rows prefetches index entries kLookAhead keys ahead, then every
+// row, so the caller's pass over them runs from cache. A batch is not
+// atomic across shards, which none of the modes needs.
 template <typename Fn>
 void SparseTable::ForEachShard(std::span<const int64_t> keys, int64_t now, Fn&& fn) {
   constexpr size_t kLookAhead = 16;
