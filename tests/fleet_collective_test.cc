@@ -121,6 +121,18 @@ TEST(FleetEquivalence, GradientMerge) {
   ExpectEquivalent("gradient merge k=2", 2, s);
 }
 
+// An is_sparse embedding's SelectedRows gradient is all-reduced as a dense
+// gradient (as DDP does for dense embeddings); rows no rank touched stay.
+TEST(FleetEquivalence, SparseEmbeddingGradients) {
+  MlpShape shape;
+  shape.vocab = 11;
+  ExpectEquivalent("sparse embedding", 2, DistributedStrategy(), nullptr, shape);
+  DistributedStrategy merge;
+  merge.set_gradient_merge(true);
+  merge.gradient_merge_configs().set_k_steps(2);
+  ExpectEquivalent("sparse embedding, gradient merge k=2", 2, merge, nullptr, shape);
+}
+
 // Weight decay reads the all-reduced (or merged) gradient, not one rank's.
 TEST(FleetEquivalence, WeightDecay) {
   MlpShape shape;

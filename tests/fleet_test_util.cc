@@ -16,6 +16,11 @@ Model BuildMlp(const MlpShape& shape, float lr, Fleet* fleet, const DistributedS
   auto x = layers::data("x", {shape.in});
   auto y = layers::data("y", {1}, DType::kInt64);
   Variable h = x;
+  if (shape.vocab > 0) {
+    auto ids = layers::data("ids", {1}, DType::kInt64);
+    auto emb = layers::embedding(ids, {shape.vocab, 4}, /*is_sparse=*/true);
+    h = layers::concat({x, layers::reshape(emb, {-1, 4})}, 1);
+  }
   for (int64_t width : shape.hidden) h = layers::fc(h, width, 1, {}, {}, "tanh");
   m.prediction = layers::fc(h, shape.classes, 1, {}, {}, "softmax");
   m.loss = layers::mean(layers::cross_entropy(m.prediction, y));
@@ -42,8 +47,14 @@ FeedMap BatchRows(const MlpShape& shape, int step, int64_t global_batch, int64_t
   for (auto& v : ys) v = static_cast<int64_t>(rng() % shape.classes);
   std::vector<float> x(xs.begin() + begin * shape.in, xs.begin() + end * shape.in);
   std::vector<int64_t> y(ys.begin() + begin, ys.begin() + end);
-  return {{"x", Tensor::FromVector(x, {end - begin, shape.in})},
-          {"y", Tensor::FromVector(y, {end - begin, 1})}};
+  FeedMap feed = {{"x", Tensor::FromVector(x, {end - begin, shape.in})},
+                  {"y", Tensor::FromVector(y, {end - begin, 1})}};
+  if (shape.vocab > 0) {
+    std::vector<int64_t> ids;
+    for (int64_t r = begin; r < end; ++r) ids.push_back((r * 7 + step * 3) % shape.vocab);
+    feed["ids"] = Tensor::FromVector(ids, {end - begin, 1});
+  }
+  return feed;
 }
 
 Params Snapshot(const Scope& scope, const std::vector<std::string>& names) {

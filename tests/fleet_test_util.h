@@ -21,6 +21,7 @@ struct MlpShape {
   std::vector<int64_t> hidden = {16, 16};
   int64_t classes = 2;
   float l2_decay = 0;  // > 0: SGD with L2Decay(l2_decay)
+  int64_t vocab = 0;   // > 0: an is_sparse embedding of an id input "ids" joins x
 };
 
 // mlp(in → hidden... → classes) with tanh/softmax, cross_entropy, mean;
@@ -37,7 +38,8 @@ struct Model {
 Model BuildMlp(const MlpShape& shape, float lr, Fleet* fleet, const DistributedStrategy& strategy = {});
 
 // The rows [begin, end) of global batch `step` (seeded by step, so every
-// rank and the single-process reference agree): x [n, in] in [0,1), y [n,1].
+// rank and the single-process reference agree): x [n, in] in [0,1), y [n,1]
+// (and ids [n,1] in [0, vocab) when the model has an embedding).
 FeedMap BatchRows(const MlpShape& shape, int step, int64_t global_batch, int64_t begin, int64_t end);
 
 using Params = std::map<std::string, Tensor>;

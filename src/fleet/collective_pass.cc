@@ -143,6 +143,38 @@ CollectivePassResult DataParallel(Program& main, const std::vector<ParamGrad>& p
   return result;
 }
 
+// Sparse (SelectedRows) gradients, e.g. of an is_sparse embedding, become
+// dense "<grad>@DENSE" right after backward writes them (zeros like the
+// parameter, plus the rows), and the ops after that read the dense one: it
+// is all-reduced like any other, as DDP does for a dense embedding. The
+// update then touches every row, as the framework's optimizers do for a
+// sparse gradient.
+std::vector<ParamGrad> DensifySparseGrads(Block& block, std::vector<ParamGrad> params_grads) {
+  for (ParamGrad& pg : params_grads) {
+    const std::string sparse = pg.second.name();
+    if (block.Var(sparse).type != VarType::kSelectedRows) continue;
+    const std::string dense = sparse + "@DENSE";
+    VarDesc& v = block.CreateVar(dense);
+    v.shape = pg.first.shape();
+    v.dtype = pg.first.dtype();
+    v.type = VarType::kDenseTensor;
+    size_t at = FinalWriter(block, pg, FirstOptimizeOp(block)) + 1;
+    for (size_t i = at; i < block.op_size(); ++i) {
+      for (auto& [slot, args] : block.op(i).inputs) std::replace(args.begin(), args.end(), sparse, dense);
+      auto role_var = block.op(i).AttrOr<std::vector<std::string>>(kOpRoleVarAttr, {});
+      std::replace(role_var.begin(), role_var.end(), sparse, dense);
+      if (!role_var.empty()) block.op(i).Set(kOpRoleVarAttr, role_var);
+    }
+    OpDesc zeros = MakeOp("fill_zeros_like", kOpRoleBackward);
+    block.InsertOp(at, zeros.In("X", {pg.first.name()}).Out("Out", {dense}));
+    OpDesc add = MakeOp("sum", kOpRoleBackward);
+    add.In("X", {dense, sparse}).Out("Out", {dense});
+    block.InsertOp(at + 1, add.Set(kOpRoleVarAttr, std::vector<std::string>{pg.first.name(), dense}));
+    pg.second = Variable(&block, dense);
+  }
+  return params_grads;
+}
+
 std::vector<std::string> ParamNames(const std::vector<ParamGrad>& params_grads) {
   std::vector<std::string> names;
   for (const auto& pg : params_grads) names.push_back(pg.first.name());
@@ -233,8 +265,9 @@ CollectivePassResult ApplyCollectivePass(Program& main, Program& startup,
   strategy.Validate();
   AppendParameterBroadcast(main, startup, ring_id);
   if (strategy.localsgd()) return LocalSGD(main, startup, params_grads, strategy, ring_id);
-  if (strategy.gradient_merge()) return GradientMerge(main, startup, params_grads, strategy, ring_id);
-  return DataParallel(main, params_grads, strategy, ring_id);
+  const auto dense = DensifySparseGrads(main.global_block(), params_grads);
+  if (strategy.gradient_merge()) return GradientMerge(main, startup, dense, strategy, ring_id);
+  return DataParallel(main, dense, strategy, ring_id);
 }
 
 }  // namespace flotilla::fleet
