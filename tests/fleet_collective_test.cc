@@ -114,11 +114,19 @@ TEST(FleetEquivalence, HierarchicalTwoHostsOfTwo) {
   EXPECT_EQ(ExpectEquivalent("hierarchical 2x2", 4, s), "hierarchical");
 }
 
-TEST(FleetEquivalence, GradientMerge) {
+DistributedStrategy GradientMergeK2() {
   DistributedStrategy s;
   s.set_gradient_merge(true);
   s.gradient_merge_configs().set_k_steps(2);
-  ExpectEquivalent("gradient merge k=2", 2, s);
+  return s;
+}
+
+TEST(FleetEquivalence, GradientMerge) { ExpectEquivalent("gradient merge k=2", 2, GradientMergeK2()); }
+
+// `shape`'s model trained plainly and with gradient merge.
+void ExpectEquivalentWithAndWithoutMerge(const std::string& name, const MlpShape& shape) {
+  ExpectEquivalent(name.c_str(), 2, DistributedStrategy(), nullptr, shape);
+  ExpectEquivalent((name + ", gradient merge k=2").c_str(), 2, GradientMergeK2(), nullptr, shape);
 }
 
 // An is_sparse embedding's SelectedRows gradient is all-reduced as a dense
@@ -126,22 +134,14 @@ TEST(FleetEquivalence, GradientMerge) {
 TEST(FleetEquivalence, SparseEmbeddingGradients) {
   MlpShape shape;
   shape.vocab = 11;
-  ExpectEquivalent("sparse embedding", 2, DistributedStrategy(), nullptr, shape);
-  DistributedStrategy merge;
-  merge.set_gradient_merge(true);
-  merge.gradient_merge_configs().set_k_steps(2);
-  ExpectEquivalent("sparse embedding, gradient merge k=2", 2, merge, nullptr, shape);
+  ExpectEquivalentWithAndWithoutMerge("sparse embedding", shape);
 }
 
 // Weight decay reads the all-reduced (or merged) gradient, not one rank's.
 TEST(FleetEquivalence, WeightDecay) {
   MlpShape shape;
   shape.l2_decay = 0.5f;
-  ExpectEquivalent("L2 decay", 2, DistributedStrategy(), nullptr, shape);
-  DistributedStrategy merge;
-  merge.set_gradient_merge(true);
-  merge.gradient_merge_configs().set_k_steps(2);
-  ExpectEquivalent("L2 decay, gradient merge k=2", 2, merge, nullptr, shape);
+  ExpectEquivalentWithAndWithoutMerge("L2 decay", shape);
 }
 
 TEST(FleetLocalSGD, AveragesEveryKSteps) {
