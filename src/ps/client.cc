@@ -77,27 +77,61 @@ std::vector<Msg>& Reused(size_t n) {
   return msgs;
 }
 
-// Writes each server's share of a batch, in batch order, into rows[s]:
-// its keys and, when `values` is set, their rows of `dim` floats. Servers
-// without keys have rows[s] == nullptr.
-void FillRows(const PsClient::Impl::KeyRoute& route, std::span<const int64_t> keys,
-              const float* values, int64_t dim, const std::vector<rpc::SparseRowsData*>& rows) {
-  const size_t n = rows.size();
-  std::vector<int64_t*> key_out(n, nullptr);
-  std::vector<float*> value_out(n, nullptr);
-  for (size_t s = 0; s < n; ++s) {
-    if (rows[s] == nullptr) continue;
-    key_out[s] = ResizeAs<int64_t>(rows[s]->mutable_keys(), route.count[s]).data();
-    if (values) value_out[s] = ResizeAs<float>(rows[s]->mutable_values(), route.count[s] * dim).data();
-  }
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const uint32_t s = route.ServerOf(i);
-    *key_out[s]++ = keys[i];
-    if (values) {
-      CopyRow(value_out[s], values + i * dim, dim);
-      value_out[s] += dim;
+// How a sparse call's keys map onto RPCs: server s's share goes to calls
+// first[s] .. first[s] + parts - 1, each of part_size[s] keys (the last
+// fewer), in the order the keys come.
+struct CallPlan {
+  std::vector<int> server;               // per call
+  std::vector<size_t> count;             // per call
+  std::vector<size_t> first, part_size;  // per server
+};
+
+// One call per server with keys, or, for a share above `split_keys`, parts
+// of about that size, at most `max_calls` in all (never fewer than one per
+// server).
+CallPlan PlanCalls(const std::vector<size_t>& count, size_t split_keys, size_t max_calls) {
+  const size_t active = std::count_if(count.begin(), count.end(), [](size_t c) { return c > 0; });
+  const size_t max_parts = std::max<size_t>(1, max_calls / std::max<size_t>(1, active));
+  const size_t split = std::max<size_t>(1, split_keys);
+  CallPlan plan;
+  plan.first.assign(count.size(), 0);
+  plan.part_size.assign(count.size(), 0);
+  for (size_t s = 0; s < count.size(); ++s) {
+    if (count[s] == 0) continue;
+    const size_t parts = std::clamp<size_t>(count[s] / split + (count[s] % split != 0), 1, max_parts);
+    plan.part_size[s] = (count[s] + parts - 1) / parts;
+    plan.first[s] = plan.server.size();
+    for (size_t left = count[s]; left > 0; left -= std::min(left, plan.part_size[s])) {
+      plan.server.push_back(static_cast<int>(s));
+      plan.count.push_back(std::min(left, plan.part_size[s]));
     }
   }
+  return plan;
+}
+
+// Visits the keys in order with the call each belongs to: fn(i, call).
+template <typename Fn>
+void ForEachPlannedKey(const CallPlan& plan, const PsClient::Impl::KeyRoute& route, size_t keys,
+                       Fn&& fn) {
+  std::vector<size_t> call(plan.first), left(plan.part_size);
+  for (size_t i = 0; i < keys; ++i) {
+    const uint32_t s = route.ServerOf(i);
+    if (left[s] == 0) {
+      ++call[s];
+      left[s] = plan.part_size[s];
+    }
+    --left[s];
+    fn(i, call[s]);
+  }
+}
+
+// A pull's plan: shares above pull_split_keys are split, using at most
+// pull_calls calls, or this machine's cores (read once: hardware_concurrency
+// reads sysfs).
+CallPlan PlanPull(const std::vector<size_t>& count, const PsClientOptions& o) {
+  static const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t split = static_cast<size_t>(std::max<int64_t>(1, o.pull_split_keys));
+  return PlanCalls(count, split, o.pull_calls > 0 ? static_cast<size_t>(o.pull_calls) : cores);
 }
 
 }  // namespace
@@ -170,32 +204,33 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
   FLOTILLA_ENFORCE_EQ(values.numel(), dim * static_cast<int64_t>(keys.size()), method, " '", name,
                       "': values must be [keys, dim]");
   const KeyRoute route = Route(keys);
+  // One call per server: a push is one step of a server's update rule.
+  const CallPlan plan = PlanCalls(route.count, SIZE_MAX, 0);
+  const size_t n = plan.server.size();
   const uint64_t id = NewRequestId();
-  rpc::PushSparseRequest* reqs = delta ? nullptr : Reused<rpc::PushSparseRequest>(endpoints.size()).data();
-  rpc::PushDeltaRequest* deltas = delta ? Reused<rpc::PushDeltaRequest>(endpoints.size()).data() : nullptr;
-  std::vector<rpc::Ack> acks(endpoints.size());
-  std::vector<rpc::SparseRowsData*> rows(endpoints.size(), nullptr);
-  for (size_t s = 0; s < endpoints.size(); ++s) {
-    if (route.count[s] == 0) continue;
-    rows[s] = delta ? deltas[s].add_sparse() : reqs[s].add_tables();
-    rows[s]->set_table(name);
-    if (lr) rows[s]->set_learning_rate(*lr);
-  }
-  FillRows(route, keys, data, dim, rows);
+  rpc::PushSparseRequest* reqs = delta ? nullptr : Reused<rpc::PushSparseRequest>(n).data();
+  rpc::PushDeltaRequest* deltas = delta ? Reused<rpc::PushDeltaRequest>(n).data() : nullptr;
+  std::vector<rpc::Ack> acks(n);
+  std::vector<int64_t*> key_out(n);
+  std::vector<float*> value_out(n);
   std::vector<ServerCall> calls;
-  for (size_t s = 0; s < endpoints.size(); ++s) {
-    if (route.count[s] == 0) continue;
+  for (size_t c = 0; c < n; ++c) {
+    rpc::SparseRowsData* rows = delta ? deltas[c].add_sparse() : reqs[c].add_tables();
+    rows->set_table(name);
+    if (lr) rows->set_learning_rate(*lr);
+    key_out[c] = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
+    value_out[c] = ResizeAs<float>(rows->mutable_values(), plan.count[c] * dim).data();
     if (delta) {
-      deltas[s].set_trainer_id(trainer_id);
-      deltas[s].set_request_id(id);
+      deltas[c].set_trainer_id(trainer_id);
+      deltas[c].set_request_id(id);
     } else {
-      reqs[s].set_trainer_id(trainer_id);
-      reqs[s].set_write(write);
-      reqs[s].set_request_id(id);
+      reqs[c].set_trainer_id(trainer_id);
+      reqs[c].set_write(write);
+      reqs[c].set_request_id(id);
     }
-    calls.push_back({int(s), [delta, req = delta ? nullptr : &reqs[s],
-                              dreq = delta ? &deltas[s] : nullptr,
-                              ack = &acks[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
+    calls.push_back({plan.server[c], [delta, req = delta ? nullptr : &reqs[c],
+                                      dreq = delta ? &deltas[c] : nullptr,
+                                      ack = &acks[c]](Stub* stub, grpc::ClientContext* ctx, Done done) {
                        if (delta) {
                          stub->async()->PushDelta(ctx, dreq, ack, std::move(done));
                        } else {
@@ -203,6 +238,11 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
                        }
                      }});
   }
+  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {
+    *key_out[c]++ = keys[i];
+    CopyRow(value_out[c], data + i * dim, dim);
+    value_out[c] += dim;
+  });
   fanout.Run(method, calls);
 }
 
@@ -305,63 +345,13 @@ Tensor PsClient::PullSparse(const std::string& name, std::span<const int64_t> ke
   return out;
 }
 
-namespace {
-
-// How a sparse pull's keys map onto calls: server s's share goes to calls
-// first[s] .. first[s] + parts[s] - 1, each of part_size[s] keys (the last
-// fewer), in the order the keys come.
-struct PullPlan {
-  std::vector<int> server;      // per call
-  std::vector<size_t> count;    // per call
-  std::vector<size_t> first, part_size;  // per server
-};
-
-PullPlan PlanPull(const std::vector<size_t>& count, const PsClientOptions& o) {
-  const size_t active = std::count_if(count.begin(), count.end(), [](size_t c) { return c > 0; });
-  const size_t budget = std::max<size_t>(
-      active, o.pull_calls > 0 ? o.pull_calls : std::max(1u, std::thread::hardware_concurrency()));
-  const size_t split = static_cast<size_t>(std::max<int64_t>(1, o.pull_split_keys));
-  PullPlan plan;
-  plan.first.assign(count.size(), 0);
-  plan.part_size.assign(count.size(), 0);
-  for (size_t s = 0; s < count.size(); ++s) {
-    if (count[s] == 0) continue;
-    const size_t parts = std::clamp<size_t>((count[s] + split - 1) / split, 1, budget / active);
-    plan.part_size[s] = (count[s] + parts - 1) / parts;
-    plan.first[s] = plan.server.size();
-    for (size_t left = count[s]; left > 0; left -= std::min(left, plan.part_size[s])) {
-      plan.server.push_back(static_cast<int>(s));
-      plan.count.push_back(std::min(left, plan.part_size[s]));
-    }
-  }
-  return plan;
-}
-
-// Visits the keys in order with the call each belongs to: fn(i, call).
-template <typename Fn>
-void ForEachPlannedKey(const PullPlan& plan, const PsClient::Impl::KeyRoute& route, size_t keys,
-                       Fn&& fn) {
-  std::vector<size_t> call(plan.first), left(plan.part_size);
-  for (size_t i = 0; i < keys; ++i) {
-    const uint32_t s = route.ServerOf(i);
-    if (left[s] == 0) {
-      ++call[s];
-      left[s] = plan.part_size[s];
-    }
-    --left[s];
-    fn(i, call[s]);
-  }
-}
-
-}  // namespace
-
 void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys, Tensor* out) {
   if (keys.empty()) {
     out->set_dtype(DType::kFloat32).Resize({0, 0});
     return;
   }
   const Impl::KeyRoute route = impl_->Route(keys);
-  const PullPlan plan = PlanPull(route.count, impl_->options);
+  const CallPlan plan = PlanPull(route.count, impl_->options);
   const size_t n = plan.server.size();
   auto& reqs = Reused<rpc::PullSparseRequest>(n);
   auto& resps = Reused<rpc::PullSparseResponse>(n);
@@ -372,10 +362,10 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
     rpc::SparseRowsData* rows = reqs[c].add_tables();
     rows->set_table(name);
     key_out[c] = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
-    calls.push_back({plan.server[c], [req = &reqs[c], resp = &resps[c]](Stub* stub, grpc::ClientContext* ctx,
-                                                                      Done done) {
-                       stub->async()->PullSparse(ctx, req, resp, std::move(done));
-                     }});
+    auto start = [req = &reqs[c], resp = &resps[c]](Stub* stub, grpc::ClientContext* ctx, Done done) {
+      stub->async()->PullSparse(ctx, req, resp, std::move(done));
+    };
+    calls.push_back({plan.server[c], std::move(start)});
   }
   ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) { *key_out[c]++ = keys[i]; });
   impl_->fanout.Run("PullSparse", calls);
