@@ -48,7 +48,8 @@ class GeoCommunicator::Impl {
   }
   void SyncDense();
   void SyncSparse(const std::string& name, Sparse& table);
-  void Fetch(const std::string& name, Sparse& table, std::span<const int64_t> keys);
+  // The slot of each key, fetching rows not cached since the last sync.
+  std::vector<uint32_t> Fetch(const std::string& name, Sparse& table, std::span<const int64_t> keys);
   Sparse& Table(const std::string& name) {
     auto it = sparse.find(name);
     FLOTILLA_CHECK(it != sparse.end(), NotFound, "GEO communicator has no sparse table '", name, "'");
@@ -91,16 +92,18 @@ void GeoCommunicator::Init() {
   for (auto& [name, d] : impl_->dense) d.base = d.param.Clone();
 }
 
-void GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
-                                  std::span<const int64_t> keys) {
+std::vector<uint32_t> GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
+                                                   std::span<const int64_t> keys) {
+  std::vector<uint32_t> slots(keys.size());
   std::vector<int64_t> missing;
-  for (int64_t k : keys) {
-    if (table.index.FindOrInsert(k, static_cast<uint32_t>(table.keys.size())).second) {
-      table.keys.push_back(k);
-      missing.push_back(k);
-    }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto [slot, inserted] = table.index.FindOrInsert(keys[i], static_cast<uint32_t>(table.keys.size()));
+    slots[i] = slot;
+    if (!inserted) continue;
+    table.keys.push_back(keys[i]);
+    missing.push_back(keys[i]);
   }
-  if (missing.empty()) return;
+  if (missing.empty()) return slots;
   client->PullSparse(name, missing, &table.fetched);
   table.dim = table.fetched.dim(1);
   const size_t first = table.value.size(), bytes = missing.size() * table.dim;
@@ -109,15 +112,16 @@ void GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
   const float* p = table.fetched.data<float>();
   std::copy_n(p, bytes, table.value.begin() + first);
   std::copy_n(p, bytes, table.base.begin() + first);
+  return slots;
 }
 
 Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int64_t> keys) {
   Impl::Sparse& table = impl_->Table(name);
-  impl_->Fetch(name, table, keys);
+  const std::vector<uint32_t> slots = impl_->Fetch(name, table, keys);
   Tensor out(DType::kFloat32, {static_cast<int64_t>(keys.size()), table.dim});
   float* dst = out.mutable_data<float>();
   for (size_t i = 0; i < keys.size(); ++i) {
-    CopyRow(dst + i * table.dim, table.Row(keys[i], name, "PullSparse"), table.dim);
+    CopyRow(dst + i * table.dim, table.value.data() + slots[i] * table.dim, table.dim);
   }
   return out;
 }
@@ -136,12 +140,12 @@ void GeoCommunicator::UpdateSparse(const std::string& name, std::span<const int6
 void GeoCommunicator::SgdSparse(const std::string& name, std::span<const int64_t> keys,
                                 const Tensor& grads, float lr) {
   Impl::Sparse& table = impl_->Table(name);
-  impl_->Fetch(name, table, keys);
+  const std::vector<uint32_t> slots = impl_->Fetch(name, table, keys);
   FLOTILLA_ENFORCE_EQ(grads.numel(), static_cast<int64_t>(keys.size()) * table.dim,
                       "GEO SgdSparse('", name, "'): grads must be [keys, dim]");
   const float* g = grads.data<float>();
   for (size_t i = 0; i < keys.size(); ++i) {
-    float* row = table.Row(keys[i], name, "SgdSparse");
+    float* row = table.value.data() + slots[i] * table.dim;
     for (int64_t j = 0; j < table.dim; ++j) row[j] -= lr * g[i * table.dim + j];
   }
 }
