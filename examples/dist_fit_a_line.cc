@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "example_main.h"
+#include "fit_a_line_flags.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/enforce.h"
@@ -35,11 +36,7 @@ using namespace flotilla;
 
 namespace {
 
-struct Flags {
-  int epochs = 30;
-  int batch_size = 20;
-  float lr = 0.001f;
-  uint64_t seed = 1;
+struct Flags : flotilla::examples::FitALineFlags {
   std::string mode = "sync";
   int k_steps = 100;
 };
@@ -143,10 +140,7 @@ int Run(const Flags& flags) {
 int main(int argc, char** argv) {
   CLI::App app{"dist_fit_a_line: seed 000's linear regression on parameter servers"};
   Flags flags;
-  app.add_option("--epochs", flags.epochs, "passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch_size", flags.batch_size, "samples per step")->check(CLI::PositiveNumber);
-  app.add_option("--lr", flags.lr, "SGD learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--seed", flags.seed, "random seed for initialisation and shuffling");
+  flotilla::examples::AddFitALineFlags(app, flags);
   app.add_option("--mode", flags.mode, "sync | async | geo")->check(CLI::IsMember({"sync", "async", "geo"}));
   app.add_option("--k_steps", flags.k_steps, "GEO: local steps between syncs")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "example_main.h"
+#include "fit_a_line_flags.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/framework/executor.h"
@@ -26,12 +27,8 @@ using namespace flotilla;
 
 namespace {
 
-struct Flags {
-  int epochs = 30;
-  int batch_size = 20;
-  float lr = 0.001f;
+struct Flags : flotilla::examples::FitALineFlags {
   std::string model_dir;
-  uint64_t seed = 1;
 };
 
 int Run(const Flags& flags) {
@@ -86,11 +83,8 @@ int Run(const Flags& flags) {
 int main(int argc, char** argv) {
   CLI::App app{"fit_a_line: seed 000's linear regression on UCI housing"};
   Flags flags;
-  app.add_option("--epochs", flags.epochs, "passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch_size", flags.batch_size, "samples per step")->check(CLI::PositiveNumber);
-  app.add_option("--lr", flags.lr, "SGD learning rate")->check(CLI::PositiveNumber);
+  flotilla::examples::AddFitALineFlags(app, flags);
   app.add_option("--model_dir", flags.model_dir, "save an inference model here");
-  app.add_option("--seed", flags.seed, "random seed for initialisation and shuffling");
   CLI11_PARSE(app, argc, argv);
   return flotilla::examples::RunExample("fit_a_line", [&] { return Run(flags); });
 }
