@@ -69,7 +69,9 @@ void ElasticRendezvous::Register(const NodePlanner& plan_node) {
     log::Warn("--force: removed {} keys of job '{}' from etcd", n, options_.job_id);
   }
   local_ = plan_node(NodeLayout{{options_.host}, 0}).local;
-  Member me{{options_.host, 0}, 0, local_};
+  Member me;
+  me.id.host = options_.host;
+  me.procs = local_;
   registration_ = std::make_unique<NodeRegistration>(
       etcd_, keys_.node(options_.host), EncodeMember(me), options_.ttl,
       2 * std::chrono::duration_cast<milliseconds>(options_.ttl) + milliseconds(2000));
