@@ -1,10 +1,11 @@
-// Activations relu, tanh, sigmoid, square, sign, and scale.
+// Activations relu, tanh, sigmoid, square, sign, relu6, hard_swish, and scale.
 //
 // Like Paddle, relu/tanh/sigmoid differentiate through Out (their derivative
 // is a function of the output), so backward keeps Out alive rather than X;
 // square differentiates through X. Each activation is a functor struct whose
 // static inline functions the shared loops instantiate, so the per-element
 // work is inlined (no virtual or std::function calls per element).
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -143,6 +144,100 @@ void RegisterActivation(OpRegistry& r) {
               .kernels = {{Place::Kind::kCPU, ActivationGradKernel<F>}}});
 }
 
+// ---- relu6 and hard_swish: activations with attributes ----
+// Fwd(x, a) and Grad(v, g, a) take the attributes read by Attrs(ctx).
+
+struct Relu6 {
+  static constexpr const char* kName = "relu6";
+  static constexpr bool kGradUsesOut = true;
+  struct Attrs {
+    double threshold;
+  };
+  static Attrs Read(const ExecutionContext& ctx) { return {ctx.Attr<float>("threshold")}; }
+  static AttributeMap Defaults() { return {{"threshold", 6.0f}}; }
+  template <typename T> static T Fwd(T x, const Attrs& a) { return std::min(std::max(x, T(0)), T(a.threshold)); }
+  template <typename T> static T Grad(T out, T g, const Attrs& a) {
+    return out > T(0) && out < T(a.threshold) ? g : T(0);
+  }
+};
+
+// x * min(max(x + offset, 0), threshold) / scale (MobileNetV3's).
+struct HardSwish {
+  static constexpr const char* kName = "hard_swish";
+  static constexpr bool kGradUsesOut = false;
+  struct Attrs {
+    double threshold, scale, offset;
+  };
+  static Attrs Read(const ExecutionContext& ctx) {
+    return {ctx.Attr<float>("threshold"), ctx.Attr<float>("scale"), ctx.Attr<float>("offset")};
+  }
+  static AttributeMap Defaults() { return {{"threshold", 6.0f}, {"scale", 6.0f}, {"offset", 3.0f}}; }
+  template <typename T> static T Fwd(T x, const Attrs& a) {
+    return x * std::min(std::max(x + T(a.offset), T(0)), T(a.threshold)) / T(a.scale);
+  }
+  template <typename T> static T Grad(T x, T g, const Attrs& a) {
+    const T s = x + T(a.offset);
+    if (s <= T(0)) return T(0);
+    if (s >= T(a.threshold)) return g * T(a.threshold / a.scale);
+    return g * (T(2) * x + T(a.offset)) / T(a.scale);
+  }
+};
+
+template <typename F>
+void ParamActivationKernel(ExecutionContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const typename F::Attrs a = F::Read(ctx);
+  Tensor* out = ctx.Output("Out");
+  out->Resize(x.dims());
+  VisitFloatDType(x.dtype(), ctx.Where(), [&]<typename T>() {
+    const T* xp = x.data<T>();
+    T* op = out->mutable_data<T>();
+    for (int64_t i = 0; i < x.numel(); ++i) op[i] = F::template Fwd<T>(xp[i], a);
+  });
+}
+
+template <typename F>
+void ParamActivationGradKernel(ExecutionContext& ctx) {
+  if (!ctx.HasOutput(GradVarName("X"))) return;
+  const Tensor& v = ctx.Input(F::kGradUsesOut ? "Out" : "X");
+  const Tensor& g = ctx.Input(GradVarName("Out"));
+  FLOTILLA_ENFORCE(g.numel() == v.numel(), ctx.Where(), ": Out@GRAD has shape ",
+                   DimsToString(g.dims()), " but the forward value has ", DimsToString(v.dims()));
+  const typename F::Attrs a = F::Read(ctx);
+  Tensor* dx = ctx.Output(GradVarName("X"));
+  dx->Resize(v.dims());
+  VisitFloatDType(v.dtype(), ctx.Where(), [&]<typename T>() {
+    const T* vp = v.data<T>();
+    const T* gp = g.data<T>();
+    T* dp = dx->mutable_data<T>();
+    for (int64_t i = 0; i < v.numel(); ++i) dp[i] = F::template Grad<T>(vp[i], gp[i], a);
+  });
+}
+
+template <typename F>
+void RegisterParamActivation(OpRegistry& r) {
+  const std::string grad_type = std::string(F::kName) + "_grad";
+  r.Register({.type = F::kName,
+              .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
+              .kernels = {{Place::Kind::kCPU, ParamActivationKernel<F>}},
+              .grad_maker = [grad_type](const OpDesc& fwd) -> std::vector<OpDesc> {
+                GradOpBuilder b(fwd, grad_type);
+                if (F::kGradUsesOut) {
+                  b.ForwardOutputs({"Out"});
+                } else {
+                  b.ForwardInputs({"X"});
+                }
+                return b.OutputGrads({"Out"}).InputGrads({"X"});
+              },
+              .default_attrs = F::Defaults()});
+  r.Register({.type = grad_type,
+              .infer_shape =
+                  [](InferShapeContext& ctx) {
+                    ctx.ShareDim(F::kGradUsesOut ? "Out" : "X", GradVarName("X"));
+                  },
+              .kernels = {{Place::Kind::kCPU, ParamActivationGradKernel<F>}}});
+}
+
 // ---- scale: Out = scale * X + bias (or scale * (X + bias)) ----
 
 void ScaleKernel(ExecutionContext& ctx) {
@@ -179,6 +274,8 @@ void RegisterActivationOps() {
   RegisterActivation<Tanh>(r);
   RegisterActivation<Sigmoid>(r);
   RegisterActivation<Square>(r);
+  RegisterParamActivation<Relu6>(r);
+  RegisterParamActivation<HardSwish>(r);
   r.Register({.type = Sign::kName,
               .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
               .kernels = {{Place::Kind::kCPU, ActivationKernel<Sign>}}});

@@ -37,6 +37,14 @@ void AddActivationGradChecks(GradCheckRegistry& registry) {
                   .inputs = {{"x", RandomTensor({3, 4}, -2, 2, 5)}},
                   .check = {"x"}});
   }
+  registry.Add({.label = "relu6/2x3",
+                .op = Unary("relu6"),
+                .inputs = {{"x", Tensor::FromVector<double>({-0.9, 0.5, 3.2, 5.5, 6.5, 8}, {2, 3})}},
+                .check = {"x"}});
+  registry.Add({.label = "hard_swish/2x4",
+                .op = Unary("hard_swish"),
+                .inputs = {{"x", Tensor::FromVector<double>({-4, -2.5, -1, 0.3, 1.7, 2.9, 3.5, 5}, {2, 4})}},
+                .check = {"x"}});
   registry.Add({.label = "scale/bias after scale",
                 .op = Scale(-2.5f, 0.5f, true),
                 .inputs = {{"x", RandomTensor({3, 2})}},
@@ -58,6 +66,16 @@ TEST(ActivationOps, SignGivesMinusOneZeroOrOne) {
   EXPECT_EQ(f.at("out").dims(), (Dims{2, 2}));
   auto d = RunOp(Unary("sign"), {{"x", Tensor::FromVector<double>({-0.0, -3}, {2})}});
   EXPECT_EQ(d.at("out").ToVector<double>(), (std::vector<double>{0, -1}));
+}
+
+TEST(ActivationOps, Relu6AndHardSwishValues) {
+  auto x = Tensor::FromVector<double>({-4, -1, 2, 7}, {4});
+  EXPECT_EQ(RunOp(Unary("relu6"), {{"x", x}}).at("out").ToVector<double>(), (std::vector<double>{0, 0, 2, 6}));
+  auto hs = RunOp(Unary("hard_swish"), {{"x", x}}).at("out").ToVector<double>();
+  EXPECT_DOUBLE_EQ(hs[0], 0);
+  EXPECT_DOUBLE_EQ(hs[1], -1.0 * 2 / 6);
+  EXPECT_DOUBLE_EQ(hs[2], 2.0 * 5 / 6);
+  EXPECT_DOUBLE_EQ(hs[3], 7);
 }
 
 TEST(ActivationOps, SignIsNotDifferentiable) {

@@ -16,5 +16,12 @@ void RegisterLookupTableOps();  // lookup_table (dense and sparse gradient)
 void RegisterMetricOps();       // accuracy, auc
 void RegisterOptimizerOps();    // sgd, momentum, adam, adagrad
 void RegisterLearningRateOps(); // increment, lr_schedule
+void RegisterConvOps();         // conv2d, depthwise_conv2d, conv2d_transpose
+void RegisterPoolOps();         // pool2d (max/avg, global, adaptive)
+void RegisterBatchNormOps();    // batch_norm
+void RegisterNormOps();         // layer_norm, group_norm
+void RegisterDropoutOps();      // dropout
+void RegisterLayoutOps();       // flatten, transpose, pad2d, nearest/bilinear_interp
+void RegisterLabelOps();        // one_hot, label_smooth
 
 }  // namespace flotilla::ops

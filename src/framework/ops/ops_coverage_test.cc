@@ -22,6 +22,13 @@ GradCheckRegistry AllCases() {
   AddMetricGradChecks(registry);
   AddOptimizerGradChecks(registry);
   AddLearningRateGradChecks(registry);
+  AddConvGradChecks(registry);
+  AddPoolGradChecks(registry);
+  AddBatchNormGradChecks(registry);
+  AddNormGradChecks(registry);
+  AddDropoutGradChecks(registry);
+  AddLayoutGradChecks(registry);
+  AddLabelGradChecks(registry);
   return registry;
 }
 

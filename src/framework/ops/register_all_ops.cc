@@ -20,6 +20,13 @@ void RegisterAllOps() {
     ops::RegisterMetricOps();
     ops::RegisterOptimizerOps();
     ops::RegisterLearningRateOps();
+    ops::RegisterConvOps();
+    ops::RegisterPoolOps();
+    ops::RegisterBatchNormOps();
+    ops::RegisterNormOps();
+    ops::RegisterDropoutOps();
+    ops::RegisterLayoutOps();
+    ops::RegisterLabelOps();
   });
 }
 

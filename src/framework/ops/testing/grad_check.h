@@ -65,5 +65,12 @@ void AddLookupTableGradChecks(GradCheckRegistry& registry);
 void AddMetricGradChecks(GradCheckRegistry& registry);
 void AddOptimizerGradChecks(GradCheckRegistry& registry);
 void AddLearningRateGradChecks(GradCheckRegistry& registry);
+void AddConvGradChecks(GradCheckRegistry& registry);
+void AddPoolGradChecks(GradCheckRegistry& registry);
+void AddBatchNormGradChecks(GradCheckRegistry& registry);
+void AddNormGradChecks(GradCheckRegistry& registry);
+void AddDropoutGradChecks(GradCheckRegistry& registry);
+void AddLayoutGradChecks(GradCheckRegistry& registry);
+void AddLabelGradChecks(GradCheckRegistry& registry);
 
 }  // namespace flotilla::testing
