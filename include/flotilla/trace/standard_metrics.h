@@ -1,0 +1,31 @@
+// The metrics every Flotilla process exports, behind one call per event so
+// the layers that record them stay one line each. Names (Prometheus):
+//   flotilla_step_seconds (histogram), flotilla_steps_total, flotilla_step,
+//   flotilla_samples_total, flotilla_loss, flotilla_step_compute_seconds,
+//   flotilla_step_comm_seconds (last step),
+//   flotilla_collective_seconds{kind} (histogram), flotilla_collective_bytes_total{kind},
+//   flotilla_rpc_seconds{method,table} (histogram), flotilla_rpc_bytes_total{method},
+//   flotilla_rpc_errors_total{method},
+//   flotilla_rpc_served_seconds{method,table} (histogram, servers),
+//   flotilla_ps_table_rows{table} (servers), process_resident_memory_bytes.
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "flotilla/trace/names.h"
+
+namespace flotilla::trace {
+
+// One run of the training program: its wall time, the samples it consumed
+// (first dimension of its first feed; 0 unknown), and how much of it the
+// running thread spent blocked on communication.
+void RecordStep(double seconds, int64_t samples, double comm_seconds);
+// A fetched scalar that looks like the loss.
+void RecordLoss(double value);
+void RecordCollective(NameId kind, int64_t bytes, double seconds);
+void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool ok);
+void RecordServed(NameId method, NameId table, double seconds);
+void SetTableRows(NameId table, int64_t rows);
+
+}  // namespace flotilla::trace

@@ -1,0 +1,56 @@
+#include "trace/settings.h"
+
+#include "flotilla/common/enforce.h"
+#include "flotilla/common/env.h"
+#include "flotilla/common/strings.h"
+
+namespace flotilla::trace {
+
+namespace {
+
+Settings Load() {
+  Settings s;
+  s.timeline = env::GetOr("FLOTILLA_TIMELINE", "");
+  const int64_t max_mb = env::GetInt("FLOTILLA_TIMELINE_MAX_MB", 0);
+  FLOTILLA_ENFORCE(max_mb >= 0, "FLOTILLA_TIMELINE_MAX_MB must be >= 0, got ", max_mb);
+  s.timeline_max_bytes = max_mb << 20;
+  if (auto steps = env::Get("FLOTILLA_TIMELINE_STEPS"); steps && !steps->empty()) {
+    Settings::ParseSteps(*steps, &s.first_step, &s.last_step);
+  }
+  const int64_t records = env::GetInt("FLOTILLA_FLIGHT_RECORDER_SIZE", 2000);
+  FLOTILLA_ENFORCE(records >= 0 && records <= (1 << 24), "FLOTILLA_FLIGHT_RECORDER_SIZE must be "
+                   "in [0, 16777216], got ", records);
+  s.flight_records = static_cast<size_t>(records);
+  s.flight_dir = env::GetOr("FLOTILLA_FLIGHT_DIR", "");
+  if (auto stall = env::Get("FLOTILLA_STALL_TIMEOUT"); stall && !stall->empty()) {
+    const double secs = ParseDouble(*stall, "FLOTILLA_STALL_TIMEOUT");
+    FLOTILLA_ENFORCE(secs > 0, "FLOTILLA_STALL_TIMEOUT must be a positive number of seconds, got ",
+                     *stall);
+    s.stall_timeout = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+  }
+  s.metrics_dir = env::GetOr("FLOTILLA_METRICS_DIR", "");
+  const int64_t events = env::GetInt("FLOTILLA_TRACE_BUFFER_EVENTS", 4096);
+  FLOTILLA_ENFORCE(events >= 16 && events <= (1 << 24), "FLOTILLA_TRACE_BUFFER_EVENTS must be in "
+                   "[16, 16777216], got ", events);
+  s.buffer_events = static_cast<size_t>(events);
+  return s;
+}
+
+}  // namespace
+
+const Settings& Settings::Get() {
+  static const Settings settings = Load();
+  return settings;
+}
+
+void Settings::ParseSteps(const std::string& text, int64_t* first, int64_t* last) {
+  const size_t dash = text.find('-');
+  const std::string a = text.substr(0, dash);
+  const std::string b = dash == std::string::npos ? a : text.substr(dash + 1);
+  *first = ParseInt(a, "timeline steps '" + text + "' (expected FIRST-LAST, e.g. 100-120)");
+  *last = ParseInt(b, "timeline steps '" + text + "' (expected FIRST-LAST, e.g. 100-120)");
+  FLOTILLA_ENFORCE(*first >= 0 && *last >= *first, "timeline steps '", text,
+                   "' must be FIRST-LAST with 0 <= FIRST <= LAST");
+}
+
+}  // namespace flotilla::trace

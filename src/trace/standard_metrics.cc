@@ -1,0 +1,133 @@
+#include "flotilla/trace/standard_metrics.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "flotilla/trace/activity.h"
+#include "flotilla/trace/metrics.h"
+#include "flotilla/trace/trace.h"
+
+namespace flotilla::trace {
+
+namespace {
+
+MetricsRegistry& R() { return MetricsRegistry::Global(); }
+
+double ResidentBytes() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+// Per-key metric handles, looked up once per key.
+template <typename Key, typename Handles, typename Make>
+Handles& Cached(std::map<Key, Handles>& cache, std::mutex& mu, const Key& key, Make make) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, make()).first;
+  return it->second;
+}
+
+struct StepMetrics {
+  Histogram& seconds = R().GetHistogram("flotilla_step_seconds", "Wall time of a training step",
+                                        LatencyBuckets());
+  Counter& steps = R().GetCounter("flotilla_steps_total", "Training steps run");
+  Gauge& step = R().GetGauge("flotilla_step", "The current step");
+  Counter& samples = R().GetCounter("flotilla_samples_total", "Samples consumed by steps");
+  Gauge& compute = R().GetGauge("flotilla_step_compute_seconds",
+                                "Last step's time not blocked on communication");
+  Gauge& comm = R().GetGauge("flotilla_step_comm_seconds",
+                             "Last step's time blocked on collectives and parameter-server calls");
+  StepMetrics() {
+    R().AddCollector([](MetricsRegistry& r) {
+      r.GetGauge("process_resident_memory_bytes", "Resident memory size in bytes")
+          .Set(ResidentBytes());
+    });
+  }
+};
+
+StepMetrics& Steps() {
+  static auto* m = new StepMetrics();
+  return *m;
+}
+
+struct KindMetrics {
+  Histogram* seconds;
+  Counter* bytes;
+};
+
+}  // namespace
+
+void RecordStep(double seconds, int64_t samples, double comm_seconds) {
+  StepMetrics& m = Steps();
+  m.seconds.Observe(seconds);
+  m.steps.Add();
+  m.step.Set(static_cast<double>(Step()));
+  m.samples.Add(static_cast<double>(samples));
+  m.comm.Set(comm_seconds);
+  m.compute.Set(seconds - comm_seconds);
+}
+
+void RecordLoss(double value) {
+  static Gauge& loss = R().GetGauge("flotilla_loss", "Last fetched loss");
+  loss.Set(value);
+  Count(FLOTILLA_TRACE_NAME("loss"), value);
+}
+
+void RecordCollective(NameId kind, int64_t bytes, double seconds) {
+  static std::mutex mu;
+  static std::map<NameId, KindMetrics> cache;
+  KindMetrics& m = Cached(cache, mu, kind, [&] {
+    const Labels l = {{"kind", NameOf(kind)}};
+    return KindMetrics{
+        &R().GetHistogram("flotilla_collective_seconds", "Collective latency by kind",
+                          LatencyBuckets(), l),
+        &R().GetCounter("flotilla_collective_bytes_total", "Bytes in collectives by kind", l)};
+  });
+  m.seconds->Observe(seconds);
+  m.bytes->Add(static_cast<double>(bytes));
+}
+
+void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool ok) {
+  static std::mutex mu;
+  static std::map<std::pair<NameId, NameId>, KindMetrics> cache;
+  KindMetrics& m = Cached(cache, mu, std::make_pair(method, table), [&] {
+    return KindMetrics{
+        &R().GetHistogram("flotilla_rpc_seconds", "Parameter-server call latency",
+                          LatencyBuckets(), {{"method", NameOf(method)}, {"table", NameOf(table)}}),
+        &R().GetCounter("flotilla_rpc_bytes_total", "Bytes sent in parameter-server calls",
+                        {{"method", NameOf(method)}})};
+  });
+  m.seconds->Observe(seconds);
+  m.bytes->Add(static_cast<double>(bytes));
+  if (!ok) {
+    R().GetCounter("flotilla_rpc_errors_total", "Failed parameter-server calls",
+                   {{"method", NameOf(method)}})
+        .Add();
+  }
+}
+
+void RecordServed(NameId method, NameId table, double seconds) {
+  static std::mutex mu;
+  static std::map<std::pair<NameId, NameId>, Histogram*> cache;
+  Histogram* h = Cached(cache, mu, std::make_pair(method, table), [&] {
+    return &R().GetHistogram("flotilla_rpc_served_seconds",
+                             "Time to handle a parameter-server call", LatencyBuckets(),
+                             {{"method", NameOf(method)}, {"table", NameOf(table)}});
+  });
+  h->Observe(seconds);
+}
+
+void SetTableRows(NameId table, int64_t rows) {
+  R().GetGauge("flotilla_ps_table_rows", "Rows held by a parameter-server table",
+               {{"table", NameOf(table)}})
+      .Set(static_cast<double>(rows));
+}
+
+}  // namespace flotilla::trace
