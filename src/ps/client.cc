@@ -77,6 +77,18 @@ std::vector<Msg>& Reused(size_t n) {
   return msgs;
 }
 
+// Per-thread lists of the key positions each call carries, emptied with
+// room for count[c] positions.
+std::vector<std::vector<uint32_t>>& ReusedPositions(const std::vector<size_t>& count) {
+  thread_local std::vector<std::vector<uint32_t>> positions;
+  positions.resize(count.size());
+  for (size_t c = 0; c < count.size(); ++c) {
+    positions[c].clear();
+    positions[c].reserve(count[c]);
+  }
+  return positions;
+}
+
 // How a sparse call's keys map onto RPCs: server s's share goes to calls
 // first[s] .. first[s] + parts - 1, each of part_size[s] keys (the last
 // fewer), in the order the keys come.
@@ -211,15 +223,25 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
   rpc::PushSparseRequest* reqs = delta ? nullptr : Reused<rpc::PushSparseRequest>(n).data();
   rpc::PushDeltaRequest* deltas = delta ? Reused<rpc::PushDeltaRequest>(n).data() : nullptr;
   std::vector<rpc::Ack> acks(n);
-  std::vector<int64_t*> key_out(n);
-  std::vector<float*> value_out(n);
+  auto& positions = ReusedPositions(plan.count);
+  ForEachPlannedKey(plan, route, keys.size(),
+                    [&](size_t i, size_t c) { positions[c].push_back(static_cast<uint32_t>(i)); });
+  // A call's keys and rows are copied in when it is first issued, so the
+  // calls already started are on the wire while the next one is filled.
+  auto fill = [&](rpc::SparseRowsData* rows, size_t c) {
+    int64_t* key_out = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
+    float* value_out = ResizeAs<float>(rows->mutable_values(), plan.count[c] * dim).data();
+    for (uint32_t i : positions[c]) {
+      *key_out++ = keys[i];
+      CopyRow(value_out, data + i * dim, dim);
+      value_out += dim;
+    }
+  };
   std::vector<ServerCall> calls;
   for (size_t c = 0; c < n; ++c) {
     rpc::SparseRowsData* rows = delta ? deltas[c].add_sparse() : reqs[c].add_tables();
     rows->set_table(name);
     if (lr) rows->set_learning_rate(*lr);
-    key_out[c] = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
-    value_out[c] = ResizeAs<float>(rows->mutable_values(), plan.count[c] * dim).data();
     if (delta) {
       deltas[c].set_trainer_id(trainer_id);
       deltas[c].set_request_id(id);
@@ -228,21 +250,18 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
       reqs[c].set_write(write);
       reqs[c].set_request_id(id);
     }
-    calls.push_back({plan.server[c], [delta, req = delta ? nullptr : &reqs[c],
+    calls.push_back({plan.server[c], [&fill, rows, c, filled = false, req = delta ? nullptr : &reqs[c],
                                       dreq = delta ? &deltas[c] : nullptr,
-                                      ack = &acks[c]](Stub* stub, grpc::ClientContext* ctx, Done done) {
-                       if (delta) {
+                                      ack = &acks[c]](Stub* stub, grpc::ClientContext* ctx, Done done) mutable {
+                       if (!filled) fill(rows, c);
+                       filled = true;
+                       if (dreq != nullptr) {
                          stub->async()->PushDelta(ctx, dreq, ack, std::move(done));
                        } else {
                          stub->async()->PushSparse(ctx, req, ack, std::move(done));
                        }
                      }});
   }
-  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {
-    *key_out[c]++ = keys[i];
-    CopyRow(value_out[c], data + i * dim, dim);
-    value_out[c] += dim;
-  });
   fanout.Run(method, calls);
 }
 
@@ -350,13 +369,27 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
     out->set_dtype(DType::kFloat32).Resize({0, 0});
     return;
   }
+  float* dst = nullptr;
+  PullSparse(name, keys, [&](std::span<const uint32_t> positions, const float* rows, int64_t dim) {
+    if (dst == nullptr) {
+      dst = out->set_dtype(DType::kFloat32).Resize({int64_t(keys.size()), dim}).mutable_data<float>();
+    }
+    ScatterRows(positions, rows, dim, dst);
+  });
+}
+
+void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys,
+                          const RowSink& sink) {
+  if (keys.empty()) return;
   const Impl::KeyRoute route = impl_->Route(keys);
   const CallPlan plan = PlanPull(route.count, impl_->options);
   const size_t n = plan.server.size();
   auto& reqs = Reused<rpc::PullSparseRequest>(n);
   auto& resps = Reused<rpc::PullSparseResponse>(n);
+  auto& positions = ReusedPositions(plan.count);
   std::vector<int64_t*> key_out(n);
   std::vector<ServerCall> calls;
+  int64_t dim = -1;
   for (size_t c = 0; c < n; ++c) {
     reqs[c].set_trainer_id(impl_->trainer_id);
     rpc::SparseRowsData* rows = reqs[c].add_tables();
@@ -365,32 +398,24 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
     auto start = [req = &reqs[c], resp = &resps[c]](Stub* stub, grpc::ClientContext* ctx, Done done) {
       stub->async()->PullSparse(ctx, req, resp, std::move(done));
     };
-    calls.push_back({plan.server[c], std::move(start)});
+    auto deliver = [&, c] {
+      const std::string& ep = impl_->endpoints[plan.server[c]];
+      FLOTILLA_CHECK(resps[c].tables_size() == 1, Internal, "parameter server ", ep,
+                     " answered PullSparse of '", name, "' with ", resps[c].tables_size(), " tables");
+      const auto& got = resps[c].tables(0);
+      if (dim < 0) dim = got.dim();
+      FLOTILLA_ENFORCE_EQ(got.dim(), dim, "sparse table '", name, "' dim differs across servers");
+      auto values = AsSpan<float>(got.values(), "rows of '" + name + "'");
+      FLOTILLA_ENFORCE_EQ(values.size(), plan.count[c] * dim, "rows of '", name, "' from ", ep);
+      sink(positions[c], values.data(), dim);
+    };
+    calls.push_back({plan.server[c], std::move(start), std::move(deliver)});
   }
-  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) { *key_out[c]++ = keys[i]; });
-  impl_->fanout.Run("PullSparse", calls);
-  std::vector<const float*> in(n, nullptr);
-  int64_t dim = -1;
-  for (size_t c = 0; c < n; ++c) {
-    const std::string& ep = impl_->endpoints[plan.server[c]];
-    FLOTILLA_CHECK(resps[c].tables_size() == 1, Internal, "parameter server ", ep,
-                   " answered PullSparse of '", name, "' with ", resps[c].tables_size(), " tables");
-    const auto& got = resps[c].tables(0);
-    if (dim < 0) dim = got.dim();
-    FLOTILLA_ENFORCE_EQ(got.dim(), dim, "sparse table '", name, "' dim differs across servers");
-    auto values = AsSpan<float>(got.values(), "rows of '" + name + "'");
-    FLOTILLA_ENFORCE_EQ(values.size(), plan.count[c] * dim, "rows of '", name, "' from ", ep);
-    in[c] = values.data();
-  }
-  float* dst = out->set_dtype(DType::kFloat32).Resize({int64_t(keys.size()), dim}).mutable_data<float>();
-  if (n == 1) {
-    std::memcpy(dst, in[0], keys.size() * dim * sizeof(float));
-    return;
-  }
-  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {  // back into key order
-    CopyRow(dst + i * dim, in[c], dim);
-    in[c] += dim;
+  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {
+    *key_out[c]++ = keys[i];
+    positions[c].push_back(static_cast<uint32_t>(i));
   });
+  impl_->fanout.Run("PullSparse", calls);
 }
 
 void PsClient::PushSparse(const std::string& name, std::span<const int64_t> keys,

@@ -25,7 +25,6 @@ class GeoCommunicator::Impl {
     KeyIndex index;   // key → slot
     std::vector<int64_t> keys;
     std::vector<float> value, base;
-    Tensor fetched;  // pull buffer, reused
 
     float* Row(int64_t key, const std::string& name, const char* op) {
       const int64_t slot = index.Find(key);
@@ -104,14 +103,21 @@ std::vector<uint32_t> GeoCommunicator::Impl::Fetch(const std::string& name, Spar
     missing.push_back(keys[i]);
   }
   if (missing.empty()) return slots;
-  client->PullSparse(name, missing, &table.fetched);
-  table.dim = table.fetched.dim(1);
-  const size_t first = table.value.size(), bytes = missing.size() * table.dim;
-  table.value.resize(first + bytes);
-  table.base.resize(first + bytes);
-  const float* p = table.fetched.data<float>();
-  std::copy_n(p, bytes, table.value.begin() + first);
-  std::copy_n(p, bytes, table.base.begin() + first);
+  const size_t first = table.keys.size() - missing.size();  // slot of missing[0]
+  client->PullSparse(name, missing, [&](std::span<const uint32_t> positions, const float* rows,
+                                        int64_t dim) {
+    if (table.value.size() < table.keys.size() * dim) {  // first answer of this fetch
+      table.dim = dim;
+      table.value.resize(table.keys.size() * dim);
+      table.base.resize(table.keys.size() * dim);
+    }
+    FLOTILLA_ENFORCE_EQ(dim, table.dim, "GEO sparse table '", name, "' changed its width");
+    for (size_t j = 0; j < positions.size(); ++j) {
+      const size_t at = (first + positions[j]) * dim;
+      CopyRow(table.value.data() + at, rows + j * dim, dim);
+      CopyRow(table.base.data() + at, rows + j * dim, dim);
+    }
+  });
   return slots;
 }
 
@@ -124,6 +130,15 @@ Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int6
     CopyRow(dst + i * table.dim, table.value.data() + slots[i] * table.dim, table.dim);
   }
   return out;
+}
+
+void GeoCommunicator::PullSparse(const std::string& name, std::span<const int64_t> keys,
+                                 const PsClient::RowSink& sink) {
+  Impl::Sparse& table = impl_->Table(name);
+  const std::vector<uint32_t> slots = impl_->Fetch(name, table, keys);
+  for (uint32_t i = 0; i < keys.size(); ++i) {
+    sink(std::span<const uint32_t>(&i, 1), table.value.data() + slots[i] * table.dim, table.dim);
+  }
 }
 
 void GeoCommunicator::UpdateSparse(const std::string& name, std::span<const int64_t> keys,

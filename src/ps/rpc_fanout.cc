@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <optional>
 #include <mutex>
 #include <thread>
@@ -90,6 +91,7 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
   const auto give_up = Clock::now() + options_.retry_timeout;
   size_t ok = 0;
   std::optional<size_t> fatal;
+  std::exception_ptr sink_error;  // thrown by an on_ok
   std::unique_lock<std::mutex> lock(events.mu);
   while (ok < n && !fatal) {
     auto due = Clock::time_point::max();
@@ -108,6 +110,16 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
       const Outcome& o = outcomes[i];
       if (o.status.ok()) {
         ++ok;
+        if (calls[i].on_ok && !fatal) {
+          lock.unlock();  // completions of the other calls go on meanwhile
+          try {
+            calls[i].on_ok();
+          } catch (...) {
+            sink_error = std::current_exception();
+            fatal = i;
+          }
+          lock.lock();
+        }
       } else if (o.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
                  o.attempts < options_.max_attempts && Clock::now() + slot.backoff < give_up) {
         slot.retry_at = Clock::now() + slot.backoff;
@@ -139,6 +151,10 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
       slots[events.finished.front()].in_flight = false;
       events.finished.pop_front();
     }
+  }
+  if (sink_error) {
+    lock.unlock();
+    std::rethrow_exception(sink_error);
   }
   std::string others;
   for (size_t i = 0; i < n; ++i) {

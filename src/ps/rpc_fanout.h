@@ -20,11 +20,16 @@ namespace flotilla::ps {
 // One server's part of a fanned-out call. `start` issues the RPC on the
 // stub with the given context and must arrange for `done` to be called
 // exactly once (the callback API does). It may be called again on retry;
-// response messages are overwritten by each attempt.
+// response messages are overwritten by each attempt. `on_ok`, when set,
+// runs on the waiting thread as soon as this call succeeded, while the
+// others may still be in flight (a pull scatters one server's rows while
+// the next server's are on the wire); an exception it throws ends the
+// fan-out like a failed call (the others are cancelled) and is rethrown.
 struct ServerCall {
   int server = 0;
   std::function<void(rpc::PsService::Stub*, grpc::ClientContext*,
                      std::function<void(grpc::Status)> done)> start;
+  std::function<void()> on_ok = nullptr;
 };
 
 class RpcFanout {

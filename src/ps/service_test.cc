@@ -298,6 +298,39 @@ TEST(PsService, SplitPullsReturnTheRowsOfOnePull) {
   for (int64_t j = 0; j < kDim; ++j) EXPECT_EQ(x.data<float>()[17 * kDim + j], one.data<float>()[j]);
 }
 
+// The sink receives every key exactly once, call by call, with its row;
+// an exception it throws ends the pull and reaches the caller.
+TEST(PsService, PullSinkDeliversEveryKeyOnceAndItsErrorsPropagate) {
+  Cluster cluster(2, 1, PsMode::kAsync);
+  PsClientOptions split;
+  split.pull_split_keys = 4;
+  split.pull_calls = 6;
+  auto client = cluster.Client(0, 1, split);
+  std::vector<int64_t> keys;
+  for (int64_t i = 0; i < 29; ++i) keys.push_back(i * 11 - 90);
+  Tensor whole = client->PullSparse("emb", keys);
+  std::vector<int> seen(keys.size(), 0);
+  int calls = 0;
+  client->PullSparse("emb", keys, [&](std::span<const uint32_t> positions, const float* rows, int64_t dim) {
+    ++calls;
+    ASSERT_EQ(dim, kDim);
+    for (size_t j = 0; j < positions.size(); ++j) {
+      ++seen[positions[j]];
+      for (int64_t c = 0; c < dim; ++c) {
+        EXPECT_EQ(rows[j * dim + c], whole.data<float>()[positions[j] * dim + c]);
+      }
+    }
+  });
+  EXPECT_GT(calls, 2);  // split over both servers
+  EXPECT_EQ(seen, std::vector<int>(keys.size(), 1));
+  EXPECT_THROW(client->PullSparse("emb", keys,
+                                  [](std::span<const uint32_t>, const float*, int64_t) {
+                                    throw InvalidArgument("sink refused the rows");
+                                  }),
+               InvalidArgument);
+  EXPECT_EQ(client->PullSparse("emb", keys).ToVector<float>(), whole.ToVector<float>());  // still usable
+}
+
 TEST(PsService, StopEndsRunAndFailsWaitingBarriers) {
   Cluster cluster(1, 2, PsMode::kSync);
   auto run = std::async(std::launch::async, [&] { cluster.servers[0]->Run(); });

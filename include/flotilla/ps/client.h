@@ -94,6 +94,16 @@ class PsClient {
   // The same into *out, reusing its buffer when large enough: steps that
   // pull into one tensor allocate once.
   void PullSparse(const std::string& name, std::span<const int64_t> keys, Tensor* out);
+  // The rows handed over server call by server call, as each answer
+  // arrives (while the others are still on the wire), straight from the
+  // reply: sink(positions, rows, dim) receives rows [positions.size(), dim]
+  // where row j belongs to keys[positions[j]]. Every key is delivered
+  // exactly once; the spans live only during the sink call, which runs on
+  // the calling thread. An exception from the sink cancels the pull and
+  // propagates.
+  using RowSink =
+      std::function<void(std::span<const uint32_t> positions, const float* rows, int64_t dim)>;
+  void PullSparse(const std::string& name, std::span<const int64_t> keys, const RowSink& sink);
   // grads is [keys.size(), dim] float32. Keys may repeat.
   // `lr`: the step's learning rate when it is scheduled (unset: the
   // servers' constant rate).

@@ -46,6 +46,10 @@ class GeoCommunicator {
   // Local rows [keys.size(), dim]: cached rows, missing ones fetched from the
   // servers (and remembered as the base of the next delta).
   Tensor PullSparse(const std::string& name, std::span<const int64_t> keys);
+  // The same rows handed to `sink` as PsClient::PullSparse does (here one
+  // row per call, from the cache).
+  void PullSparse(const std::string& name, std::span<const int64_t> keys,
+                  const PsClient::RowSink& sink);
   // Writes locally optimised rows back into the cache (keys from PullSparse).
   void UpdateSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& rows);
   // Local SGD in the cache: row(keys[i]) -= lr * grads[i], fetching rows

@@ -7,6 +7,7 @@
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/ps/trainer_runtime.h"
 #include "ps/key_index.h"
+#include "ps/row_copy.h"
 
 namespace flotilla::fleet {
 
@@ -42,9 +43,45 @@ UniqueIds Distinct(const int64_t* ids, int64_t n, int64_t padding_idx) {
   return u;
 }
 
-Tensor PullRows(ps::TrainerRuntime& rt, const std::string& table, const std::vector<int64_t>& keys) {
-  if (rt.mode == ps::PsMode::kGeo) return rt.geo->PullSparse(table, keys);
-  return rt.client->PullSparse(table, keys);
+// For each distinct key, the output rows that take its row (CSR).
+struct Fanout {
+  std::vector<uint32_t> first;  // [keys + 1]
+  std::vector<uint32_t> out;    // output row indices, grouped by key
+};
+
+Fanout OutputsOfKeys(const UniqueIds& u) {
+  Fanout f;
+  f.first.assign(u.keys.size() + 1, 0);
+  for (int64_t p : u.position) {
+    if (p >= 0) ++f.first[p + 1];
+  }
+  for (size_t k = 0; k < u.keys.size(); ++k) f.first[k + 1] += f.first[k];
+  f.out.resize(f.first.back());
+  std::vector<uint32_t> fill(f.first.begin(), f.first.end() - 1);
+  for (size_t i = 0; i < u.position.size(); ++i) {
+    if (u.position[i] >= 0) f.out[fill[u.position[i]]++] = static_cast<uint32_t>(i);
+  }
+  return f;
+}
+
+// Pulls the distinct keys and writes each row straight from the servers'
+// replies into every output row of its id (GEO: from the local cache).
+void FillOutput(ps::TrainerRuntime& rt, const std::string& table, const UniqueIds& u, int64_t dim,
+                float* out) {
+  const size_t d = static_cast<size_t>(dim);
+  const Fanout f = OutputsOfKeys(u);
+  auto sink = [&](std::span<const uint32_t> positions, const float* rows, int64_t got_dim) {
+    FLOTILLA_ENFORCE_EQ(got_dim, dim, "sparse table '", table, "' has rows of another width");
+    for (size_t j = 0; j < positions.size(); ++j) {
+      const uint32_t k = positions[j];
+      for (uint32_t o = f.first[k]; o < f.first[k + 1]; ++o) ps::CopyRow(out + f.out[o] * d, rows + j * d, d);
+    }
+  };
+  if (rt.mode == ps::PsMode::kGeo) {
+    rt.geo->PullSparse(table, u.keys, sink);
+  } else {
+    rt.client->PullSparse(table, u.keys, sink);
+  }
 }
 
 void LookupKernel(ExecutionContext& ctx) {
@@ -53,37 +90,40 @@ void LookupKernel(ExecutionContext& ctx) {
   FLOTILLA_CHECK(ids_t.dtype() == DType::kInt64, InvalidArgument, ctx.Where(), ": Ids must be int64");
   int64_t n = ids_t.numel(), dim = ctx.Attr<int64_t>("dim");
   UniqueIds u = Distinct(ids_t.data<int64_t>(), n, ctx.Attr<int64_t>("padding_idx"));
-  std::string table = ctx.Attr<std::string>("table_name");
-  Tensor rows = u.keys.empty() ? Tensor() : PullRows(*rt, table, u.keys);
   Tensor* out = ctx.Output("Out");
   out->Resize(OutDims(ids_t.dims(), dim, ctx.Attr<bool>("v2")));
   float* o = out->mutable_data<float>();
   for (int64_t i = 0; i < n; ++i) {
-    float* dst = o + i * dim;
-    if (u.position[i] < 0) { std::memset(dst, 0, sizeof(float) * dim); continue; }
-    std::memcpy(dst, rows.data<float>() + u.position[i] * dim, sizeof(float) * dim);
+    if (u.position[i] < 0) std::memset(o + i * dim, 0, sizeof(float) * dim);
   }
+  if (!u.keys.empty()) FillOutput(*rt, ctx.Attr<std::string>("table_name"), u, dim, o);
 }
 
-// W@GRAD = SelectedRows{rows = Ids, value = Out@GRAD as [N, dim]}; padding
-// ids contribute zero rows.
+// W@GRAD = SelectedRows{rows = the distinct ids, value = the sum of
+// Out@GRAD's rows of each}: repeated ids are merged on the trainer, so a
+// push carries each key once (what the servers' rules would sum anyway;
+// Paddle merges before its sparse optimizers too). Padding ids are left out.
 void LookupGradKernel(ExecutionContext& ctx) {
   const Tensor& ids_t = ctx.Input("Ids");
   const Tensor& dout = ctx.Input("Out@GRAD");
-  int64_t n = ids_t.numel(), dim = ctx.Attr<int64_t>("dim"), pad = ctx.Attr<int64_t>("padding_idx");
-  const int64_t* ids = ids_t.data<int64_t>();
+  int64_t n = ids_t.numel(), dim = ctx.Attr<int64_t>("dim");
   ScopeVar* var = ctx.OutputVar("W@GRAD");
   if (var == nullptr) return;
+  UniqueIds u = Distinct(ids_t.data<int64_t>(), n, ctx.Attr<int64_t>("padding_idx"));
   SelectedRows* g = var->IsSelectedRows() ? var->GetMutableSelectedRows() : var->ResetSelectedRows();
-  g->mutable_rows()->assign(ids, ids + n);
   g->set_height(ctx.Attr<int64_t>("height"));
   Tensor* value = g->mutable_value();
-  value->Resize({n, dim});
+  value->Resize({static_cast<int64_t>(u.keys.size()), dim});
   float* v = value->mutable_data<float>();
-  std::memcpy(v, dout.data<float>(), sizeof(float) * n * dim);
+  std::memset(v, 0, sizeof(float) * u.keys.size() * dim);
+  const float* d = dout.data<float>();
   for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] == pad) std::memset(v + i * dim, 0, sizeof(float) * dim);
+    if (u.position[i] < 0) continue;
+    float* row = v + u.position[i] * dim;
+    const float* in = d + i * dim;
+    for (int64_t j = 0; j < dim; ++j) row[j] += in[j];
   }
+  *g->mutable_rows() = std::move(u.keys);
 }
 
 }  // namespace
