@@ -90,3 +90,6 @@ Variable create_global_var(Dims shape, double value, DType dtype, bool persistab
                            const std::string& name = "");
 
 }  // namespace flotilla::layers
+
+// Convolution, pooling, normalisation, dropout and layout layers.
+#include "flotilla/api/nn_layers.h"  // IWYU pragma: export
