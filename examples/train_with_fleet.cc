@@ -63,6 +63,7 @@ struct Flags {
   std::string checkpoint_dir;
   int checkpoint_every = 10;
   std::string labels = "random";
+  uint64_t seed = 0;  // 0: parameters initialised from a random seed
   bool profile = false;
 };
 
@@ -129,11 +130,12 @@ class DataGen {
   bool learnable_;
 };
 
-// Difference 2a: the role. Without a launcher (no PADDLE_TRAINER_ID) the
-// program runs as the only worker.
+// Difference 2a: the role. Started as one rank of a job — by flotilla
+// launch, torchrun-style variables, srun, mpirun or a Kubernetes pod — it
+// reads its role from the environment; otherwise it runs as the only worker.
 std::unique_ptr<fleet::RoleMaker> MakeRole(const std::string& kind) {
   if (kind == "mpi") return std::make_unique<fleet::MPISymetricRoleMaker>();
-  if (kind == "cloud" && env::Get("PADDLE_TRAINER_ID")) {
+  if (kind == "cloud" && fleet::RoleInEnvironment()) {
     return std::make_unique<fleet::PaddleCloudRoleMaker>(/*is_collective=*/true);
   }
   FLOTILLA_CHECK(kind == "cloud", InvalidArgument, "--role must be cloud or mpi, not '", kind, "'");
@@ -161,6 +163,7 @@ int Run(const Flags& flags) {
   RegisterAllOps();
   math::SetBlasThreads(1);  // one compute thread per rank; ranks are processes
   Program main, startup;
+  if (flags.seed != 0) main.set_random_seed(flags.seed), startup.set_random_seed(flags.seed);
   ProgramGuard guard(main, startup);
   Model m = Mlp(flags.hidden);
   optimizer::SGD sgd(flags.lr);
@@ -257,6 +260,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--labels", f.labels, "random (gen_data) or sum (learnable: sum(x[0..3]) > 2)")
       ->check(CLI::IsMember({"random", "sum"}));
+  app.add_option("--seed", f.seed, "program random seed: the same seed trains to the same "
+                 "loss in every run (0: random)");
   app.add_flag("--profile", f.profile, "print milliseconds per step of each op type (rank 0)");
   CLI11_PARSE(app, argc, argv);
   return flotilla::examples::RunExample("train_with_fleet", [&] { return Run(f); });

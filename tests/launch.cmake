@@ -15,6 +15,14 @@ foreach(t launch_cli_test launch_abort_test launch_ps_test launch_multinode_test
   add_dependencies(${t} flotilla launch_probe)
 endforeach()
 set_tests_properties(launch_multinode_test PROPERTIES RUN_SERIAL TRUE)
+
+# Jobs started by torchrun-style variables, Slurm, Kubernetes, mpirun.
+flotilla_test(engine_env_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_env_test.cc
+  DEPS launch_test_util TIMEOUT 120 LABELS launch)
+add_dependencies(engine_env_test flotilla)
+if(TARGET train_with_fleet)
+  add_dependencies(engine_env_test train_with_fleet)
+endif()
 # The multi-node test also runs seed 001's example when it is built.
 if(TARGET train_with_fleet)
   add_dependencies(launch_multinode_test train_with_fleet)

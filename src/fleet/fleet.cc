@@ -44,6 +44,20 @@ Fleet::Fleet() { RegisterCollectiveOps(); }
 
 Fleet::~Fleet() {
   for (int ring : rings_) UnregisterRing(ring);
+  LeaveStore();
+}
+
+void Fleet::LeaveStore() {
+  if (!store_ || !role_ || !role_->host_store) return;
+  try {
+    if (store_->add("left", 1) >= role_->worker_num) {
+      store_->setString("all_left", "1");
+    } else if (store_server_ != nullptr) {
+      store_->wait({"all_left"}, std::chrono::seconds(10));
+    }
+  } catch (const std::exception& e) {
+    log::Warn("fleet: leaving the job's store: {}", e.what());
+  }
 }
 
 void Fleet::init(const RoleMaker& role, FleetOptions options) {
@@ -53,6 +67,13 @@ void Fleet::init(const RoleMaker& role, FleetOptions options) {
     FLOTILLA_CHECK(!info.store_address.empty(), InvalidArgument, "fleet::init: ", role.name(),
                    " names no store for ", info.worker_num,
                    " workers (set PADDLE_MASTER=host:port, as flotilla launch does)");
+    if (info.host_store && info.worker_index == 0) {
+      // No launcher hosts the store (torchrun-style MASTER_ADDR, Slurm,
+      // Kubernetes): worker 0 does, on every interface, at the master's port.
+      const HostPort master = ParseHostPort(info.store_address, "the job's master");
+      store_server_ = comm::TCPStoreServer::Start("", master.port);
+      log::Info("fleet: worker 0 hosts the job's store on port {}", master.port);
+    }
     store = OpenStore(info.store_address, options.timeout);
   }
   init(role, std::move(store), std::move(options));

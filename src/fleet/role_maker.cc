@@ -3,6 +3,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
 #include "flotilla/common/strings.h"
+#include "launch/roles/role_env.h"
 
 namespace flotilla::fleet {
 
@@ -33,6 +34,15 @@ int ReadIndex(const std::string& var, int limit, const std::string& limit_var,
   return static_cast<int>(i);
 }
 
+// A FileStore in $TMPDIR named after an MPI job (one host or a shared file
+// system).
+std::string MpiFileStore(std::string job) {
+  for (char& c : job) {
+    if (c == '/' || c == '@' || c == ' ') c = '_';
+  }
+  return StrCat("file:", env::GetOr("TMPDIR", "/tmp"), "/flotilla-mpi-", job);
+}
+
 void CheckEndpointCount(const std::vector<std::string>& eps, int n, const std::string& var,
                         const std::string& count_var) {
   if (eps.empty()) return;
@@ -46,7 +56,7 @@ PaddleCloudRoleMaker::PaddleCloudRoleMaker(bool is_collective) {
   info_.is_collective = is_collective;
   info_.store_address = env::GetOr("PADDLE_MASTER", "");
   info_.job_id = env::GetOr("FLOTILLA_JOB_ID", env::GetOr("PADDLE_JOB_ID", "default"));
-  info_.host_id = env::GetOr("FLOTILLA_HOST_ID", "");
+  info_.host_id = env::GetOr("FLOTILLA_HOST_ID", env::GetOr("SLURMD_NODENAME", ""));
   if (is_collective) {
     ReadCollective();
   } else {
@@ -54,12 +64,60 @@ PaddleCloudRoleMaker::PaddleCloudRoleMaker(bool is_collective) {
   }
 }
 
+namespace {
+
+using launch::RoleField;
+
+constexpr const char* kRankVariables =
+    "PADDLE_TRAINER_ID (flotilla launch), RANK (torchrun, PyTorchJob), JOB_COMPLETION_INDEX "
+    "(Kubernetes Indexed Job), SLURM_PROCID (srun) or OMPI_COMM_WORLD_RANK (mpirun)";
+
+const launch::Claim& RequireClaim(const launch::RoleEnvironment& roles, RoleField field,
+                                  const char* what) {
+  const launch::Claim* c = roles.Get(field);
+  FLOTILLA_CHECK(c != nullptr, NotFound, "PaddleCloudRoleMaker: no environment variable names ",
+                 "this process's ", what, "; set ", kRankVariables,
+                 field == RoleField::kWorldSize ? " with the matching world size" : "");
+  return *c;
+}
+
+// The store: the chain's master; a FileStore named after the job under
+// mpirun alone. Worker 0 hosts a master that no launcher hosts.
+void ReadStore(const launch::RoleEnvironment& roles, RoleInfo& info) {
+  if (const launch::Claim* master = roles.Get(RoleField::kMaster)) {
+    info.store_address = master->value;
+    info.host_store = master->family == launch::EnvFamily::kPyTorch ||
+                      master->family == launch::EnvFamily::kSlurm;
+    return;
+  }
+  const launch::Claim* job = roles.Get(RoleField::kJobId);
+  if (job != nullptr && job->family == launch::EnvFamily::kMpi) {
+    info.store_address = MpiFileStore(job->value);
+  }
+}
+
+}  // namespace
+
+bool RoleInEnvironment() {
+  return launch::RoleEnvironment::Read(launch::ProcessEnv()).HasRank();
+}
+
 void PaddleCloudRoleMaker::ReadCollective() {
-  info_.worker_num = ReadCount("PADDLE_TRAINERS_NUM", kWhyCloud);
-  info_.worker_index = ReadIndex("PADDLE_TRAINER_ID", info_.worker_num, "PADDLE_TRAINERS_NUM", kWhyCloud);
+  const auto roles = launch::RoleEnvironment::Read(launch::ProcessEnv());
+  const launch::Claim& size = RequireClaim(roles, RoleField::kWorldSize, "world size");
+  const launch::Claim& rank = RequireClaim(roles, RoleField::kRank, "rank");
+  info_.worker_num = *roles.Int(RoleField::kWorldSize);
+  FLOTILLA_CHECK(info_.worker_num >= 1, InvalidArgument, "environment variable ", size.origin,
+                 "=", size.value, " must be at least 1");
+  info_.worker_index = *roles.Int(RoleField::kRank);
+  FLOTILLA_CHECK(info_.worker_index < info_.worker_num, InvalidArgument,
+                 "environment variable ", rank.origin, "=", rank.value, " must be in [0, ",
+                 info_.worker_num, ") (", size.origin, "=", size.value, ")");
+  ReadStore(roles, info_);
+  if (auto job = roles.Value(RoleField::kJobId)) info_.job_id = *job;
   info_.worker_endpoints = ReadEndpoints("PADDLE_TRAINER_ENDPOINTS");
   CheckEndpointCount(info_.worker_endpoints, info_.worker_num, "PADDLE_TRAINER_ENDPOINTS",
-                     "PADDLE_TRAINERS_NUM");
+                     size.origin);
   info_.current_endpoint = env::GetOr("PADDLE_CURRENT_ENDPOINT", "");
   if (!info_.current_endpoint.empty()) {
     ParseHostPort(info_.current_endpoint, "environment variable PADDLE_CURRENT_ENDPOINT");
@@ -139,10 +197,7 @@ std::string MpiStoreAddress() {
   FLOTILLA_CHECK(!job.empty(), NotFound, "MPISymetricRoleMaker: none of FLOTILLA_STORE, ",
                  "PADDLE_MASTER, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE is set; ",
                  "cannot choose where the ranks meet");
-  for (char& c : job) {
-    if (c == '/' || c == '@' || c == ' ') c = '_';
-  }
-  return StrCat("file:", env::GetOr("TMPDIR", "/tmp"), "/flotilla-mpi-", job);
+  return MpiFileStore(job);
 }
 
 }  // namespace

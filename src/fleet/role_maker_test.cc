@@ -38,7 +38,15 @@ class ScopedEnv {
       "PADDLE_CURRENT_ENDPOINT", "PADDLE_MASTER", "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST",
       "PADDLE_PORT", "POD_IP", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
       "OMPI_COMM_WORLD_LOCAL_RANK", "FLOTILLA_STORE", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
-      "FLOTILLA_JOB_ID", "FLOTILLA_HOST_ID", "PADDLE_JOB_ID"};
+      "FLOTILLA_JOB_ID", "FLOTILLA_HOST_ID", "PADDLE_JOB_ID", "PADDLE_RANK_IN_NODE",
+      "PADDLE_LOCAL_SIZE", "PADDLE_NNODES", "PADDLE_ELASTIC_JOB_ID", "PADDLE_TRAINERS",
+      "FLOTILLA_SERVER_NUM", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+      "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "JOB_COMPLETION_INDEX", "SLURM_PROCID",
+      "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NNODES",
+      "SLURM_STEP_NUM_NODES", "SLURM_JOB_NUM_NODES", "SLURM_TASKS_PER_NODE",
+      "SLURM_STEP_TASKS_PER_NODE", "SLURM_JOB_ID", "SLURM_STEP_NODELIST",
+      "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURMD_NODENAME", "OMPI_COMM_WORLD_LOCAL_SIZE",
+      "PMIX_RANK"};
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
@@ -65,6 +73,53 @@ TEST(PaddleCloudRoleMaker, CollectiveReadsTheContract) {
   EXPECT_EQ(role.worker_endpoints().size(), 2u);
   EXPECT_EQ(role.current_endpoint(), "127.0.0.1:6171");
   EXPECT_EQ(role.info().store_address, "127.0.0.1:6000");
+}
+
+TEST(PaddleCloudRoleMaker, TorchStyleVariablesWithoutALauncher) {
+  ScopedEnv env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", "29411"}});
+  EXPECT_TRUE(RoleInEnvironment());
+  PaddleCloudRoleMaker role(true);
+  EXPECT_EQ(role.worker_index(), 1);
+  EXPECT_EQ(role.worker_num(), 2);
+  EXPECT_EQ(role.info().store_address, "127.0.0.1:29411");
+  EXPECT_TRUE(role.info().host_store) << "no launcher hosts a torchrun-style master";
+}
+
+TEST(PaddleCloudRoleMaker, SlurmTaskWithoutALauncher) {
+  ScopedEnv env({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "77"},
+                 {"SLURM_JOB_NODELIST", "fn[1-2]"}, {"SLURMD_NODENAME", "fn2"}});
+  PaddleCloudRoleMaker role(true);
+  EXPECT_EQ(role.worker_index(), 2);
+  EXPECT_EQ(role.worker_num(), 4);
+  EXPECT_EQ(role.info().store_address, "fn1:15077");
+  EXPECT_TRUE(role.info().host_store);
+  EXPECT_EQ(role.info().job_id, "77");
+  EXPECT_EQ(role.info().host_id, "fn2");
+}
+
+TEST(PaddleCloudRoleMaker, LauncherVariablesWinAndItsStoreIsNotHosted) {
+  ScopedEnv env({{"PADDLE_TRAINER_ID", "1"}, {"PADDLE_TRAINERS_NUM", "2"},
+                 {"PADDLE_MASTER", "127.0.0.1:6000"}, {"SLURM_JOB_ID", "77"},
+                 {"SLURM_JOB_NODELIST", "fn1"}});
+  PaddleCloudRoleMaker role(true);
+  EXPECT_EQ(role.info().store_address, "127.0.0.1:6000");
+  EXPECT_FALSE(role.info().host_store);
+}
+
+TEST(PaddleCloudRoleMaker, ConflictingRanksAreAnError) {
+  ScopedEnv env({{"PADDLE_TRAINER_ID", "1"}, {"PADDLE_TRAINERS_NUM", "2"}, {"RANK", "0"}});
+  const std::string e = ErrorOf([] { PaddleCloudRoleMaker r(true); });
+  EXPECT_NE(e.find("PADDLE_TRAINER_ID=1 (Paddle) but RANK=0 (PyTorch)"), std::string::npos) << e;
+}
+
+TEST(PaddleCloudRoleMaker, MpiAloneMeetsInAFileStore) {
+  ScopedEnv env({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                 {"OMPI_MCA_ess_base_jobid", "42"}});
+  PaddleCloudRoleMaker role(true);
+  EXPECT_EQ(role.worker_index(), 1);
+  EXPECT_NE(role.info().store_address.find("file:"), std::string::npos);
+  EXPECT_NE(role.info().store_address.find("flotilla-mpi-42"), std::string::npos);
 }
 
 TEST(PaddleCloudRoleMaker, MissingOrMalformedVariablesAreNamed) {

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "flotilla/common/strings.h"
+#include "launch/roles/role_env.h"
 
 extern char** environ;
 
@@ -109,6 +110,8 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& inheri
   // What cluster platforms set for the node (PaddleCloud: this node's address,
   // the node list, the first port) is kept unless this mode sets it.
   for (const char* platform : {"POD_IP", "PADDLE_TRAINERS", "PADDLE_PORT"}) drop.erase(platform);
+  // An engine's task identity describes the launcher, not its children.
+  for (const auto& name : EngineTaskVariableNames()) drop.insert(name);
   for (const auto& entry : contract) drop.insert(entry.first);
   std::vector<std::string> out;
   for (const auto& entry : inherited) {

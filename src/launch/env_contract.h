@@ -23,7 +23,9 @@ EnvList ContractEnv(const ClusterSpec& spec, const ProcessSpec& p);
 const std::vector<std::string>& ContractVariableNames();
 
 // `inherited` ("NAME=value" entries, e.g. environ) without contract
-// variables, followed by `contract`.
+// variables and without the task identity of an engine that started the
+// launcher (EngineTaskVariableNames: SLURM_PROCID, RANK, OMPI_COMM_WORLD_RANK,
+// ...), followed by `contract`.
 std::vector<std::string> ChildEnvironment(const std::vector<std::string>& inherited,
                                           const EnvList& contract);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <map>
 
 #include "flotilla/common/error.h"
 #include "launch/env_contract.h"
@@ -17,6 +18,7 @@
 #include "launch/node_plan.h"
 #include "launch/rendezvous.h"
 #include "launch/report.h"
+#include "launch/roles/role_env.h"
 
 namespace flotilla::launch {
 namespace {
@@ -254,6 +256,70 @@ TEST(MasterRendezvous, OptionsAreChecked) {
   o.server_num = 0;
   o.master = "127.0.0.1";
   EXPECT_THROW(MakeMasterRendezvous(o), InvalidArgument) << "no port";
+}
+
+}  // namespace
+}  // namespace flotilla::launch
+
+namespace flotilla::launch {
+namespace {
+
+EnvLookup Vars(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(ApplyEngineEnv, OneLauncherPerSlurmTask) {
+  LaunchOptions o;
+  const std::string said =
+      ApplyEngineEnv(o, Vars({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "2"},
+                              {"SLURM_JOB_NODELIST", "fn[1-2]"}, {"SLURM_JOB_ID", "4242"}}));
+  EXPECT_EQ(o.master, "fn1:19242");
+  EXPECT_EQ(o.nnodes, 2);
+  EXPECT_EQ(o.node_rank, 1);
+  EXPECT_EQ(o.job_id, "4242");
+  EXPECT_NE(said.find("SLURM_PROCID"), std::string::npos) << said;
+}
+
+TEST(ApplyEngineEnv, PaddleJobPodsArriveInAnyOrder) {
+  LaunchOptions o;
+  ApplyEngineEnv(o, Vars({{"PADDLE_MASTER", "train-worker-0:36543"}, {"PADDLE_NNODES", "2"},
+                          {"PADDLE_JOB_ID", "train"}}));
+  EXPECT_EQ(o.master, "train-worker-0:36543");
+  EXPECT_EQ(o.nnodes, 2);
+  EXPECT_EQ(o.node_rank, -1);
+  EXPECT_EQ(o.job_id, "train");
+}
+
+TEST(ApplyEngineEnv, OwnLayoutOrOneNodeOrNoEngineChangesNothing) {
+  const auto torch = Vars({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"},
+                           {"MASTER_PORT", "29500"}});
+  LaunchOptions with_ips;
+  with_ips.ips = "10.0.0.1,10.0.0.2";
+  EXPECT_EQ(ApplyEngineEnv(with_ips, torch), "");
+  EXPECT_TRUE(with_ips.master.empty());
+  LaunchOptions plain;
+  EXPECT_EQ(ApplyEngineEnv(plain, Vars({})), "");
+  EXPECT_TRUE(plain.master.empty());
+  LaunchOptions one;
+  EXPECT_EQ(ApplyEngineEnv(one, Vars({{"RANK", "0"}, {"WORLD_SIZE", "1"},
+                                      {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}})), "");
+  EXPECT_TRUE(one.master.empty());
+  LaunchOptions flags;
+  flags.node_rank = 0;
+  ApplyEngineEnv(flags, torch);
+  EXPECT_EQ(flags.node_rank, 0) << "an explicit --rank wins";
+  EXPECT_EQ(flags.master, "10.0.0.1:29500");
+}
+
+TEST(ChildEnvironment, DropsTheEngineTaskThatStartedTheLauncher) {
+  const auto env = ChildEnvironment({"SLURM_PROCID=1", "SLURM_JOB_ID=7", "RANK=1", "HOME=/root",
+                                     "OMPI_COMM_WORLD_RANK=1"},
+                                    {{"PADDLE_TRAINER_ID", "3"}});
+  EXPECT_EQ(env, std::vector<std::string>({"SLURM_JOB_ID=7", "HOME=/root", "PADDLE_TRAINER_ID=3"}));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "launch/net_util.h"
 #include "launch/node_plan.h"
 #include "launch/report.h"
+#include "launch/roles/role_env.h"
 #include "launch/signals.h"
 #include "launch/supervisor.h"
 
@@ -72,6 +73,9 @@ int Finish(const ClusterSpec& spec, const RunResult& result) {
 int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
   BlockLauncherSignals();  // idempotent; main() already did it before any thread
   ApplyPaddleCloudEnv(options);
+  if (std::string engine = ApplyEngineEnv(options, ProcessEnv()); !engine.empty()) {
+    log::Info("flotilla launch: {}", engine);
+  }
   const RunMode mode = SelectRunMode(options);
   std::vector<PortReservation> ports;  // held until the launcher exits
   NodePlanner plan_node = [&](const NodeLayout& layout) {

@@ -3,6 +3,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
 #include "flotilla/common/strings.h"
+#include "launch/roles/role_env.h"
 
 namespace flotilla::launch {
 
@@ -73,6 +74,34 @@ void ApplyPaddleCloudEnv(LaunchOptions& o) {
   if (auto trainers = env::Get("PADDLE_TRAINERS")) o.ips = *trainers;
   if (auto pod_ip = env::Get("POD_IP")) o.host = *pod_ip;
   if (o.started_port == 0) o.started_port = static_cast<int>(env::GetInt("PADDLE_PORT", 0));
+}
+
+namespace {
+
+bool HasOwnLayout(const LaunchOptions& o) {
+  return o.use_paddlecloud || !o.elastic_server.empty() || !o.master.empty() ||
+         Trim(o.ips) != "127.0.0.1" || !o.servers.empty() || !o.workers.empty();
+}
+
+}  // namespace
+
+std::string ApplyEngineEnv(LaunchOptions& o, const EnvLookup& lookup) {
+  if (HasOwnLayout(o)) return "";
+  const RoleEnvironment roles = RoleEnvironment::Read(lookup);
+  const Claim* master = roles.Get(RoleField::kMaster);
+  const Claim* tasks = roles.Get(RoleField::kWorldSize);
+  const Claim* nodes = tasks != nullptr ? tasks : roles.Get(RoleField::kNnodes);
+  if (master == nullptr || nodes == nullptr) return "";
+  if (o.nnodes == 0) o.nnodes = *roles.Int(nodes->field);
+  if (o.nnodes <= 1) return "";
+  const Claim* task = roles.Get(RoleField::kRank);
+  if (o.node_rank < 0 && task != nullptr) o.node_rank = *roles.Int(RoleField::kRank);
+  o.master = master->value;
+  if (o.job_id.empty()) o.job_id = roles.Value(RoleField::kJobId).value_or("");
+  return StrCat("one node of ", o.nnodes, " (", nodes->origin, "), node rank ",
+                o.node_rank >= 0 ? std::to_string(o.node_rank) : "on arrival",
+                task != nullptr ? StrCat(" (", task->origin, ")") : "", ", master ", o.master, " (",
+                master->origin, ")");
 }
 
 }  // namespace flotilla::launch

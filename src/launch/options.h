@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,5 +76,19 @@ RunMode SelectRunMode(const LaunchOptions& options);
 // Fills options that Paddle's cluster environments provide when
 // --use_paddlecloud is set (PADDLE_TRAINERS, POD_IP, PADDLE_PORT).
 void ApplyPaddleCloudEnv(LaunchOptions& options);
+
+// A launcher started as one task of a cluster engine (srun, mpirun, a
+// PyTorchJob, Indexed Job or Kubeflow PaddleJob pod) with no layout of its
+// own (no --ips, --master, --servers/--workers, --elastic_server,
+// --use_paddlecloud): its task is one node of the job. From the
+// role-resolution chain (roles/role_env.h): --master from the chain's
+// master (PADDLE_MASTER, MASTER_ADDR:MASTER_PORT, Slurm's first host),
+// --nnodes from the engine's task count (else PADDLE_NNODES / SLURM_NNODES),
+// --rank from the task's rank, --job_id from the chain. Options already
+// given win. Returns a line saying what it took, or "" when nothing.
+// Throws InvalidArgument when the engine's variables conflict.
+std::string ApplyEngineEnv(LaunchOptions& options,
+                           const std::function<std::optional<std::string>(const std::string&)>&
+                               lookup);
 
 }  // namespace flotilla::launch

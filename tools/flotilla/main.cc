@@ -1,6 +1,7 @@
 // flotilla: the command-line entry point. Subcommands:
 //   flotilla launch [options] program [args...]     collective or ps job
 //   flotilla launch_ps [options] program [args...]  ps job (seed 003)
+//   flotilla env [--explain]                         this process's role, and where it came from
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include "flotilla/common/logging.h"
 #include "launch/launcher.h"
 #include "launch/signals.h"
+#include "env_command.h"
 #include "launch_command.h"
 
 int main(int argc, char** argv) {
@@ -23,7 +25,10 @@ int main(int argc, char** argv) {
   flotilla::launch::LaunchOptions options;
   CLI::App* launch = flotilla::tools::AddLaunchCommand(app, "launch", false, options);
   CLI::App* launch_ps = flotilla::tools::AddLaunchCommand(app, "launch_ps", true, options);
+  flotilla::tools::EnvCommand env_options;
+  CLI::App* env = flotilla::tools::AddEnvCommand(app, env_options);
   CLI11_PARSE(app, argc, argv);
+  if (env->parsed()) return flotilla::tools::RunEnvCommand(env_options);
   const bool ps_only = launch_ps->parsed();
   flotilla::tools::FinishLaunchOptions(ps_only ? *launch_ps : *launch, ps_only, options);
   try {

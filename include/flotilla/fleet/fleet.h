@@ -31,6 +31,10 @@
 #include "flotilla/fleet/role_maker.h"
 #include "flotilla/framework/executor.h"
 
+namespace flotilla::comm {
+class TCPStoreServer;
+}  // namespace flotilla::comm
+
 namespace flotilla::fleet {
 
 struct FleetOptions {
@@ -167,8 +171,15 @@ class Fleet {
   void SaveOnFirstWorker(const char* what, const std::function<void()>& save);
   void SavePsTables(const std::string& dir);
 
+  // Leaving: worker 0, when it hosts the store, waits (bounded) until every
+  // worker has left, so none loses the store in its last steps.
+  void LeaveStore();
+
   std::unique_ptr<RoleInfo> role_;
   FleetOptions options_;
+  // Worker 0's store when no launcher hosts one (RoleInfo::host_store);
+  // declared before store_ so it outlives every use of the store.
+  std::unique_ptr<comm::TCPStoreServer> store_server_;
   std::shared_ptr<comm::Store> store_;
   std::shared_ptr<comm::ProcessGroup> group_;
   std::shared_ptr<comm::ProcessGroup> training_group_;

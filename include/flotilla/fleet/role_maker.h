@@ -30,6 +30,10 @@ struct RoleInfo {
   // Where the workers meet: "host:port" of a TCP store, "file:/dir" of a
   // FileStore, or empty (only a one-worker job may leave it empty).
   std::string store_address;
+  // True when worker 0 hosts the TCP store at store_address itself (a job
+  // started without flotilla launch: torchrun-style MASTER_ADDR, Slurm,
+  // Kubernetes); false when a launcher hosts it.
+  bool host_store = false;
   // Key prefix that keeps jobs sharing one store apart.
   std::string job_id;
   // Groups ranks by machine for hierarchical all-reduce; empty = hostname.
@@ -58,9 +62,16 @@ class RoleMaker {
 };
 
 // Reads the Paddle environment contract (docs/env.md).
-// Collective: PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM (required),
-// PADDLE_TRAINER_ENDPOINTS, PADDLE_CURRENT_ENDPOINT, PADDLE_MASTER (the
-// store), FLOTILLA_JOB_ID, FLOTILLA_HOST_ID (optional).
+// Collective: the rank and world size from the role-resolution chain
+// (src/launch/roles/role_env.h: PADDLE_TRAINER_ID / PADDLE_TRAINERS_NUM as
+// flotilla launch sets them, else RANK / WORLD_SIZE, JOB_COMPLETION_INDEX,
+// SLURM_PROCID / SLURM_NTASKS, OMPI_COMM_WORLD_RANK / _SIZE), the store from
+// the chain's master (FLOTILLA_STORE, PADDLE_MASTER, MASTER_ADDR:MASTER_PORT,
+// Slurm's first host; worker 0 hosts it unless a launcher does; under
+// mpirun alone a FileStore as MPISymetricRoleMaker's), PADDLE_TRAINER_ENDPOINTS,
+// PADDLE_CURRENT_ENDPOINT, the job id from the chain and FLOTILLA_HOST_ID
+// (else SLURMD_NODENAME) (optional). Throws InvalidArgument naming both
+// variables when two families disagree on the rank or world size.
 // Parameter server: TRAINING_ROLE (TRAINER|PSERVER), PADDLE_PSERVERS_IP_PORT_LIST,
 // PADDLE_TRAINERS_NUM; trainers add PADDLE_TRAINER_ID, servers POD_IP and
 // PADDLE_PORT (their endpoint must be in the server list).
@@ -88,6 +99,11 @@ class UserDefinedRoleMaker : public RoleMaker {
   UserDefinedRoleMaker& set_host_id(std::string host_id);
   UserDefinedRoleMaker& set_job_id(std::string job_id);
 };
+
+// True when some family of the role-resolution chain names this process's
+// rank: a launcher, torchrun, Slurm, Kubernetes or mpirun started it as one
+// rank of a job. Programs that also run alone use it to choose a role maker.
+bool RoleInEnvironment();
 
 // Under `mpirun -np N`: rank from OMPI_COMM_WORLD_RANK, size from
 // OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK checked (all required).
