@@ -1,6 +1,8 @@
 #include "flotilla/fleet/fleet.h"
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 
 #include "fleet/ops/collective_ops.h"
 #include "fleet/ring_registry.h"
@@ -44,20 +46,26 @@ Fleet::Fleet() { RegisterCollectiveOps(); }
 
 Fleet::~Fleet() {
   for (int ring : rings_) UnregisterRing(ring);
-  LeaveStore();
+  if (store_server_ != nullptr) WaitForStoreClients(*store_server_);
 }
 
-void Fleet::LeaveStore() {
-  if (!store_ || !role_ || !role_->host_store) return;
-  try {
-    if (store_->add("left", 1) >= role_->worker_num) {
-      store_->setString("all_left", "1");
-    } else if (store_server_ != nullptr) {
-      store_->wait({"all_left"}, std::chrono::seconds(10));
-    }
-  } catch (const std::exception& e) {
-    log::Warn("fleet: leaving the job's store: {}", e.what());
+namespace {
+
+std::atomic<comm::TCPStoreServer*> g_hosted_store{nullptr};
+
+}  // namespace
+
+// Worker 0's store must outlive every other worker's last request (the
+// reply to the final barrier's set is still on its way when worker 0 is
+// released): wait until only this process's own connection is left, at most
+// 10 s. Runs when the fleet is destroyed, and at exit for the process-wide
+// fleet, which never is.
+void Fleet::WaitForStoreClients(const comm::TCPStoreServer& server) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (server.clients() > 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  g_hosted_store = nullptr;
 }
 
 void Fleet::init(const RoleMaker& role, FleetOptions options) {
@@ -72,6 +80,11 @@ void Fleet::init(const RoleMaker& role, FleetOptions options) {
       // Kubernetes): worker 0 does, on every interface, at the master's port.
       const HostPort master = ParseHostPort(info.store_address, "the job's master");
       store_server_ = comm::TCPStoreServer::Start("", master.port);
+      g_hosted_store = store_server_.get();
+      static const bool registered = std::atexit([] {
+        if (comm::TCPStoreServer* s = g_hosted_store.load()) WaitForStoreClients(*s);
+      }) == 0;
+      (void)registered;
       log::Info("fleet: worker 0 hosts the job's store on port {}", master.port);
     }
     store = OpenStore(info.store_address, options.timeout);

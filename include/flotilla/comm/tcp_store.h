@@ -46,6 +46,8 @@ class TCPStoreServer {
   int port() const;
   // "host:port" as given to Start (with the bound port).
   std::string address() const;
+  // Connections open right now (as last counted by the server thread).
+  int clients() const;
 
  private:
   explicit TCPStoreServer(std::unique_ptr<TCPStoreServerImpl> impl);

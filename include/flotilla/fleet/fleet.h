@@ -171,9 +171,9 @@ class Fleet {
   void SaveOnFirstWorker(const char* what, const std::function<void()>& save);
   void SavePsTables(const std::string& dir);
 
-  // Leaving: worker 0, when it hosts the store, waits (bounded) until every
-  // worker has left, so none loses the store in its last steps.
-  void LeaveStore();
+  // Worker 0, when it hosts the store, waits (bounded) until every other
+  // worker has disconnected, so none loses the store in its last request.
+  static void WaitForStoreClients(const comm::TCPStoreServer& server);
 
   std::unique_ptr<RoleInfo> role_;
   FleetOptions options_;

@@ -30,6 +30,7 @@ class TCPStoreServerImpl {
 
   int port() const { return port_; }
   std::string address() const { return host_ + ":" + std::to_string(port_); }
+  int clients() const { return clients_; }
 
  private:
   struct Conn {
@@ -67,6 +68,7 @@ class TCPStoreServerImpl {
   net::Fd listen_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
+  std::atomic<int> clients_{0};  // conns_.size(), for other threads
   // Owned by the server thread only.
   std::map<int, Conn> conns_;
   std::list<Parked> parked_;
@@ -135,6 +137,7 @@ void TCPStoreServerImpl::Loop() {
         ++it;
       }
     }
+    clients_ = static_cast<int>(conns_.size());
   }
 }
 
@@ -324,5 +327,6 @@ TCPStoreServer::TCPStoreServer(std::unique_ptr<TCPStoreServerImpl> impl)
 TCPStoreServer::~TCPStoreServer() = default;
 int TCPStoreServer::port() const { return impl_->port(); }
 std::string TCPStoreServer::address() const { return impl_->address(); }
+int TCPStoreServer::clients() const { return impl_->clients(); }
 
 }  // namespace flotilla::comm
