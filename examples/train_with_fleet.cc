@@ -16,6 +16,10 @@
 // --labels sum makes y learnable (sum(x[0..3]) > 2) so the loss shows progress.
 // Prints progress and, as its last line, {"loss":…, "samples_per_sec":…,
 // "ranks":…} where samples_per_sec counts every rank's samples.
+//
+// With --model ResNet50 (ResNet18/34/101/152, LeNet) --data_dir DIR it runs
+// the seed's image-classification job instead (train_image_classifier.cc):
+//   flotilla launch --nproc_per_node 2 train_with_fleet --model=ResNet50 --data_dir=./ImageNet
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +31,7 @@
 #include <random>
 
 #include "example_main.h"
+#include "train_image_classifier.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/env.h"
@@ -231,6 +236,45 @@ int Run(const Flags& flags) {
   return 0;
 }
 
+// The image-classification job's own flags (Paddle's train.py names).
+void AddImageFlags(CLI::App& app, examples::ImageClassifierFlags& c) {
+  c.model = "mlp";
+  app.add_option("--model", c.model, "mlp (seed 001's program), ResNet18|34|50|101|152 or LeNet");
+  app.add_option("--data_dir", c.data_dir, "ImageNet layout: train_list.txt, val_list.txt, images");
+  app.add_option("--num_epochs", c.num_epochs, "epochs")->check(CLI::PositiveNumber);
+  app.add_option("--lr_strategy", c.lr_strategy, "piecewise_decay, cosine_decay or constant");
+  app.add_option("--warm_up_epochs", c.warm_up_epochs, "linear warmup epochs")->check(CLI::NonNegativeNumber);
+  app.add_option("--momentum_rate", c.momentum_rate, "Momentum's momentum");
+  app.add_option("--l2_decay", c.l2_decay, "L2 weight decay");
+  app.add_option("--label_smoothing_epsilon", c.label_smoothing_epsilon, "label smoothing (0: off)");
+  app.add_option("--image_size", c.image_size, "crop size")->check(CLI::PositiveNumber);
+  app.add_option("--resize_short_size", c.resize_short_size, "validation: short side before the crop");
+  app.add_option("--lower_scale", c.lower_scale, "random-resized crop's smallest area fraction");
+  app.add_option("--random_flip", c.random_flip, "random horizontal flips (true/false)");
+  app.add_option("--class_dim", c.class_dim, "classes (0: from the labels)");
+  app.add_option("--print_step", c.print_step, "print every N steps")->check(CLI::PositiveNumber);
+  app.add_option("--max_iter", c.max_iter, "steps per epoch at most (0: the whole epoch)");
+  app.add_option("--reader_thread", c.reader_thread, "JPEG decode threads")->check(CLI::PositiveNumber);
+  app.add_option("--random_seed", c.random_seed, "parameter init and augmentation seed (0: random init)");
+  app.add_option("--validate", c.validate, "evaluate val_list.txt after each epoch (true/false)");
+  app.add_flag("--fp16", c.fp16, "float16 training (refused: needs a GPU)");
+  app.add_option("--use_hierarchical_allreduce", c.use_hierarchical_allreduce, "reduce within hosts first");
+  app.add_option("--use_local_sgd", c.use_local_sgd, "LocalSGD instead of per-step all-reduce");
+  app.add_option("--local_sgd_steps", c.local_sgd_steps, "LocalSGD k_steps")->check(CLI::PositiveNumber);
+  app.add_option("--sync_bn", c.sync_bn, "batch-norm statistics over every rank's batch (true/false)");
+}
+
+// Flags both jobs read, with the image job's defaults unless given.
+void SharedFlags(const CLI::App& app, const Flags& f, examples::ImageClassifierFlags& c) {
+  if (app.count("--batch_size")) c.batch_size = f.batch_size;
+  if (app.count("--lr")) c.lr = f.lr;
+  if (app.count("--comm_num")) c.nccl_comm_num = f.comm_num;
+  if (app.count("--fuse_mb")) c.fuse_mb = f.fuse_mb;
+  c.fuse = f.fuse;
+  c.backend = f.backend;
+  c.model_dir = f.model_dir;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -240,7 +284,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch_size", f.batch_size, "samples per step per rank")->check(CLI::PositiveNumber);
   app.add_option("--lr", f.lr, "SGD learning rate")->check(CLI::PositiveNumber);
   app.add_option("--hidden", f.hidden, "width of the hidden layers")->check(CLI::PositiveNumber);
-  app.add_option("--comm_num", f.comm_num, "communicators (nccl_comm_num)")->check(CLI::PositiveNumber);
+  app.add_option("--comm_num,--nccl_comm_num", f.comm_num, "communicators (nccl_comm_num)")->check(CLI::PositiveNumber);
   app.add_option("--num_threads", f.num_threads, "exec_strategy.num_threads");
   app.add_option("--num_iteration_per_drop_scope", f.num_iteration_per_drop_scope,
                  "exec_strategy.num_iteration_per_drop_scope");
@@ -263,6 +307,12 @@ int main(int argc, char** argv) {
   app.add_option("--seed", f.seed, "program random seed: the same seed trains to the same "
                  "loss in every run (0: random)");
   app.add_flag("--profile", f.profile, "print milliseconds per step of each op type (rank 0)");
+  examples::ImageClassifierFlags cnn;
+  AddImageFlags(app, cnn);
   CLI11_PARSE(app, argc, argv);
-  return flotilla::examples::RunExample("train_with_fleet", [&] { return Run(f); });
+  return flotilla::examples::RunExample("train_with_fleet", [&] {
+    if (cnn.model == "mlp") return Run(f);
+    SharedFlags(app, f, cnn);
+    return examples::TrainImageClassifier(cnn, *MakeRole(f.role));
+  });
 }

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  libopenblas-dev libgloo-dev
+  libopenblas-dev libgloo-dev libturbojpeg0-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev

@@ -18,3 +18,16 @@ flotilla_test(fleet_process_test
   DEPS launch_test_util
   TIMEOUT 300)
 add_dependencies(fleet_process_test flotilla train_with_fleet)
+
+# Convolutional networks data-parallel: sync_batch_norm equivalence.
+flotilla_test(fleet_cnn_test
+  SOURCES fleet_cnn_test.cc
+  DEPS fleet_test_util flotilla_models
+  TIMEOUT 120)
+
+# Seed 001's --model=ResNet50 job as processes (launch, flags, refusals).
+flotilla_test(cnn_process_test
+  SOURCES cnn_process_test.cc
+  DEPS launch_test_util
+  TIMEOUT 400)
+add_dependencies(cnn_process_test flotilla train_with_fleet)

@@ -140,6 +140,32 @@ TEST_F(TwoHosts, FleetTrainingAcrossHosts) {
   EXPECT_NE(ReadText(da / "log/workerlog.0").find("\"ranks\":4"), std::string::npos);
 }
 
+// Seed 001's multi-node command with its headline model: ResNet50 on an
+// ImageNet-layout set (the digits JPEGs, made by scripts/make_digits_imagenet.sh)
+// across the two hosts, 4 ranks, ending with a validation over every rank.
+TEST_F(TwoHosts, ResNet50AcrossHosts) {
+  const std::string example = BuildDir() + "/bin/train_with_fleet";
+  if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
+  TempDir da, db, data;
+  const std::string digits = data / "digits";
+  const std::string make = std::string(std::getenv("FLOTILLA_SOURCE_DIR")) + "/scripts/make_digits_imagenet.sh";
+  ASSERT_EQ(std::system((make + " " + digits + " --size 32 >/dev/null").c_str()), 0);
+  auto args = [&](const TempDir& d) {
+    return std::vector<std::string>{FlotillaBin(), "launch", "--quiet", "--log_dir", d / "log",
+                                    "--ips", ip_a_ + "," + ip_b_, "--nproc_per_node", "2", example,
+                                    "--model=ResNet50", "--data_dir=" + digits, "--image_size", "32",
+                                    "--batch_size", "4", "--max_iter", "2", "--print_step", "1"};
+  };
+  Child node_b(args(db), db.path(), {}, b_);
+  Child node_a(args(da), da.path(), {}, a_);
+  EXPECT_EQ(node_a.WaitCode(seconds(200)), 0) << node_a.Stderr();
+  EXPECT_EQ(node_b.WaitCode(seconds(200)), 0) << node_b.Stderr();
+  const std::string log = ReadText(da / "log/workerlog.0");
+  EXPECT_NE(log.find("\"ranks\":4"), std::string::npos) << log;
+  EXPECT_NE(log.find("validation: loss"), std::string::npos) << log;
+  EXPECT_NE(log.find("(355 images)"), std::string::npos) << "validation covers every rank's shard: " << log;
+}
+
 // Paddle 2's style: no --ips; the nodes meet at --master and are numbered
 // as they arrive (node 0 is the one that has the master's address).
 TEST_F(TwoHosts, MasterAndNnodesInsteadOfIps) {

@@ -247,6 +247,15 @@ CollectivePassResult LocalSGD(Program& main, Program& startup,
 
 }  // namespace
 
+void UseSyncBatchNorm(Program& main, int ring_id) {
+  for (const auto& op : main.global_block().ops()) {
+    if (op->type != "batch_norm" && op->type != "batch_norm_grad") continue;
+    op->type = "sync_" + op->type;
+    op->Set(kRingIdAttr, ring_id);
+  }
+  main.BumpVersion();
+}
+
 void AppendParameterBroadcast(const Program& main, Program& startup, int ring_id) {
   std::vector<std::string> params;
   for (const VarDesc* v : main.global_block().AllVars()) {
@@ -264,6 +273,7 @@ CollectivePassResult ApplyCollectivePass(Program& main, Program& startup,
   RegisterCollectiveOps();
   strategy.Validate();
   AppendParameterBroadcast(main, startup, ring_id);
+  if (strategy.sync_batch_norm()) UseSyncBatchNorm(main, ring_id);
   if (strategy.localsgd()) return LocalSGD(main, startup, params_grads, strategy, ring_id);
   const auto dense = DensifySparseGrads(main.global_block(), params_grads);
   if (strategy.gradient_merge()) return GradientMerge(main, startup, dense, strategy, ring_id);

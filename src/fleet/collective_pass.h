@@ -15,6 +15,8 @@
 // Gradient merge: gradients accumulate in persistable buffers; every
 // k_steps-th step the buffers are all-reduced (and divided by k_steps when
 // avg), the optimizer runs on them, and they are zeroed.
+// sync_batch_norm: batch_norm (and its gradient) ops become
+// sync_batch_norm on the ring, normalising by every rank's batch.
 // Every pass also appends a c_broadcast of every parameter from rank 0 to the
 // startup program.
 #pragma once
@@ -39,6 +41,10 @@ struct CollectivePassResult {
 CollectivePassResult ApplyCollectivePass(Program& main, Program& startup,
                                          const std::vector<ParamGrad>& params_grads,
                                          const DistributedStrategy& strategy, int ring_id);
+
+// Turns every batch_norm / batch_norm_grad op of `main` into its
+// sync_batch_norm twin on ring `ring_id`.
+void UseSyncBatchNorm(Program& main, int ring_id);
 
 // Appends to `startup` one c_broadcast from rank 0 of every parameter of
 // `main` (persistable variables marked is_parameter).

@@ -56,6 +56,8 @@ class DistributedStrategy {
   proto::GradientMergeConfig& gradient_merge_configs() { return *proto_.mutable_gradient_merge_configs(); }
   const proto::ExecutionStrategy& exec_strategy() const { return proto_.exec_strategy(); }
   proto::ExecutionStrategy& exec_strategy() { return *proto_.mutable_exec_strategy(); }
+  bool sync_batch_norm() const { return proto_.sync_batch_norm(); }
+  void set_sync_batch_norm(bool v) { proto_.set_sync_batch_norm(v); }
   bool a_sync() const { return proto_.a_sync(); }
   void set_a_sync(bool v) { proto_.set_a_sync(v); }
   const proto::AsyncConfig& a_sync_configs() const { return proto_.a_sync_configs(); }

@@ -15,6 +15,7 @@ void RegisterCollectiveOps() {
     RegisterAllOps();
     RegisterAllreduceOps();
     RegisterStepOps();
+    RegisterSyncBatchNormOps();
   });
 }
 
