@@ -252,7 +252,11 @@ TEST(MasterRendezvous, OptionsAreChecked) {
   EXPECT_THROW(MakeMasterRendezvous(o), InvalidArgument) << "rank beyond nnodes";
   o.node_rank = -1;
   o.server_num = 2;
-  EXPECT_THROW(MakeMasterRendezvous(o), InvalidArgument) << "ps job";
+  EXPECT_NO_THROW(MakeMasterRendezvous(o)) << "ps job: each node runs its --server_num";
+  o.servers = "10.0.0.1:6000";
+  o.workers = "10.0.0.2";
+  EXPECT_THROW(MakeMasterRendezvous(o), InvalidArgument) << "--servers as well";
+  o.servers = o.workers = "";
   o.server_num = 0;
   o.master = "127.0.0.1";
   EXPECT_THROW(MakeMasterRendezvous(o), InvalidArgument) << "no port";
@@ -270,6 +274,23 @@ EnvLookup Vars(std::map<std::string, std::string> vars) {
     if (it == vars.end()) return std::nullopt;
     return it->second;
   };
+}
+
+TEST(PlanNode, PsNodesThatMetAtTheMasterNumberInNodeOrder) {
+  LaunchOptions o = WithCommand();
+  NodeLayout layout{{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, 1, {{1, 0}, {1, 2}, {0, 1}}};
+  const NodePlan plan = PlanNode(o, RunMode::kPs, layout);
+  ASSERT_EQ(plan.local.size(), 3u);
+  EXPECT_EQ(plan.local[0].role, Role::kServer);
+  EXPECT_EQ(plan.local[0].id, 1);
+  EXPECT_EQ(plan.local[1].role, Role::kTrainer);
+  EXPECT_EQ(plan.local[1].id, 0);
+  EXPECT_EQ(plan.local[2].id, 1);
+  EXPECT_EQ(plan.local[2].host, "10.0.0.2");
+  EXPECT_EQ(plan.world_servers, 2);
+  EXPECT_EQ(plan.world_trainers, 3);
+  NodeLayout no_workers{{"10.0.0.1"}, 0, {{2, 0}}};
+  EXPECT_THROW(PlanNode(o, RunMode::kPs, no_workers), InvalidArgument);
 }
 
 TEST(ApplyEngineEnv, OneLauncherPerSlurmTask) {

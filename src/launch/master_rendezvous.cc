@@ -16,6 +16,7 @@ namespace {
 constexpr char kTicketKey[] = "node_ticket";
 
 std::string HostKey(int node) { return "host/" + std::to_string(node); }
+std::string CountKey(int node) { return "ps_count/" + std::to_string(node); }
 std::string ClaimKey(int node) { return "claim/" + std::to_string(node); }
 
 class MasterRendezvous : public StoreRendezvous {
@@ -27,18 +28,25 @@ class MasterRendezvous : public StoreRendezvous {
   int TakeIndex(comm::Store& store, bool hosting);
   std::vector<std::string> ExchangeHosts(comm::Store& store, int index, const std::string& host,
                                          Clock::time_point deadline);
+  std::vector<PsCount> ExchangeCounts(comm::Store& store, int index, Clock::time_point deadline);
 
   HostPort master_;
+  RunMode mode_;
+  PsCount ps_count_;  // this node's --server_num/--worker_num (ps mode)
   int nnodes_;
   int rank_;
   std::string host_;  // --host, resolved; "" = detect
 };
 
 MasterRendezvous::MasterRendezvous(const LaunchOptions& o)
-    : StoreRendezvous(o), nnodes_(o.nnodes), rank_(o.node_rank) {
-  FLOTILLA_ENFORCE(SelectRunMode(o) == RunMode::kCollective,
-                   "--master serves collective jobs; a parameter-server job names its nodes "
-                   "with --servers/--workers");
+    : StoreRendezvous(o),
+      mode_(SelectRunMode(o)),
+      ps_count_{o.server_num, o.worker_num},
+      nnodes_(o.nnodes),
+      rank_(o.node_rank) {
+  FLOTILLA_ENFORCE(o.servers.empty() && o.workers.empty(), "--master and --servers/--workers "
+                   "both name the nodes; pass one (with --master, each node runs its "
+                   "--server_num servers and --worker_num workers)");
   FLOTILLA_ENFORCE(o.nnodes >= 1, "--master needs the number of nodes: --nnodes (or "
                    "PADDLE_NNODES)");
   FLOTILLA_ENFORCE(o.ips == "127.0.0.1", "--master and --ips both name the nodes; pass one");
@@ -75,6 +83,23 @@ std::vector<std::string> MasterRendezvous::ExchangeHosts(comm::Store& store, int
   return hosts;
 }
 
+// Parameter-server jobs: every node's --server_num/--worker_num.
+std::vector<PsCount> MasterRendezvous::ExchangeCounts(comm::Store& store, int index,
+                                                      Clock::time_point deadline) {
+  store.setString(CountKey(index), StrCat(ps_count_.servers, ",", ps_count_.workers));
+  std::vector<std::string> names;
+  for (int i = 0; i < nnodes_; ++i) names.push_back(StrCat("rank ", i));
+  WaitForNodes(store, names, "publish its servers and workers", CountKey, deadline);
+  std::vector<PsCount> counts;
+  for (int i = 0; i < nnodes_; ++i) {
+    const auto parts = Split(store.getString(CountKey(i)), ',');
+    FLOTILLA_CHECK(parts.size() == 2, Corruption, "node ", i, " published a malformed count");
+    counts.push_back({static_cast<int>(ParseInt(parts[0], "a node's server count")),
+                      static_cast<int>(ParseInt(parts[1], "a node's worker count"))});
+  }
+  return counts;
+}
+
 World MasterRendezvous::Join(const NodePlanner& plan_node) {
   const auto deadline = Clock::now() + timeout_;
   const auto mine = LocalAddresses();
@@ -87,11 +112,15 @@ World MasterRendezvous::Join(const NodePlanner& plan_node) {
   if (nnodes_ == 1) {
     FLOTILLA_ENFORCE(hosting, "--nnodes 1 with --master ", master_.ToString(),
                      ": this machine does not have the address ", master_.host);
-    return SingleNode(plan_node(NodeLayout{{host}, 0}), address);
+    NodeLayout layout{{host}, 0, {}};
+    if (mode_ == RunMode::kPs) layout.ps_counts = {ps_count_};
+    return SingleNode(plan_node(layout), address);
   }
   auto store = Connect(StrCat("this node (", host, ")"), address, timeout_);
   const int index = TakeIndex(*store, hosting);
-  const NodePlan plan = plan_node(NodeLayout{ExchangeHosts(*store, index, host, deadline), index});
+  NodeLayout layout{ExchangeHosts(*store, index, host, deadline), index, {}};
+  if (mode_ == RunMode::kPs) layout.ps_counts = ExchangeCounts(*store, index, deadline);
+  const NodePlan plan = plan_node(layout);
   return Exchange(plan, address, std::move(store), deadline);
 }
 

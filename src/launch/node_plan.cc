@@ -186,6 +186,39 @@ NodePlan PlanPs(const LaunchOptions& o, const NodeLayout& layout) {
   return plan;
 }
 
+// A parameter-server job whose nodes met at --master: this node's
+// --server_num servers and --worker_num workers, numbered after those of
+// the nodes before it.
+NodePlan PlanPsOnLayout(const NodeLayout& layout) {
+  NodePlan plan;
+  plan.mode = RunMode::kPs;
+  plan.nodes = layout.nodes;
+  plan.node_index = layout.node_index;
+  int server = 0, worker = 0;
+  for (int n = 0; n < static_cast<int>(layout.ps_counts.size()); ++n) {
+    const PsCount& c = layout.ps_counts[n];
+    for (int i = 0; n == layout.node_index && i < c.servers + c.workers; ++i) {
+      ProcessSpec p;
+      p.role = i < c.servers ? Role::kServer : Role::kTrainer;
+      p.id = i < c.servers ? server + i : worker + i - c.servers;
+      p.node = n;
+      p.local_rank = i < c.servers ? i : i - c.servers;
+      p.host = layout.nodes[n];
+      p.devices = {std::to_string(p.local_rank)};
+      plan.local.push_back(p);
+    }
+    server += c.servers;
+    worker += c.workers;
+  }
+  FLOTILLA_ENFORCE(server > 0 && worker > 0, "a parameter-server job needs at least one server "
+                   "and one worker; its nodes run ", server, " and ", worker,
+                   " (--server_num/--worker_num on each node)");
+  plan.world_servers = server;
+  plan.world_trainers = worker;
+  plan.master_host = plan.nodes[0];
+  return plan;
+}
+
 }  // namespace
 
 NodeLayout StaticLayout(const LaunchOptions& options, RunMode mode) {
@@ -204,6 +237,7 @@ NodePlan PlanNode(const LaunchOptions& options, RunMode mode, const NodeLayout& 
                        layout.node_index < static_cast<int>(layout.nodes.size()),
                    "node index ", layout.node_index, " is outside the ", layout.nodes.size(),
                    " nodes");
+  if (mode == RunMode::kPs && !layout.ps_counts.empty()) return PlanPsOnLayout(layout);
   return mode == RunMode::kPs ? PlanPs(options, layout) : PlanCollective(options, layout);
 }
 

@@ -26,10 +26,20 @@ struct NodePlan {
   int master_port = 0;             // 0 = any free port (single-node jobs)
 };
 
+// How many servers and workers one node of a parameter-server job runs.
+struct PsCount {
+  int servers = 0;
+  int workers = 0;
+};
+
 // The nodes of the job and which one this is.
 struct NodeLayout {
   std::vector<std::string> nodes;  // node hosts (IPv4); index = node index
   int node_index = 0;
+  // Parameter-server jobs whose nodes met at --master: each node's
+  // --server_num/--worker_num, index = node. Servers and workers are
+  // numbered in node order (node 0's servers first).
+  std::vector<PsCount> ps_counts;
 };
 
 // The layout the options fix: --ips (collective) or the hosts of

@@ -33,7 +33,6 @@ const char* RoleFieldName(RoleField field) {
     case RoleField::kMaster: return "master";
     case RoleField::kJobId: return "job_id";
     case RoleField::kNodes: return "nodes";
-    case RoleField::kServerNum: return "server_num";
   }
   return "?";
 }
@@ -51,7 +50,7 @@ namespace {
 constexpr RoleField kAllFields[] = {
     RoleField::kRank,   RoleField::kWorldSize, RoleField::kLocalRank, RoleField::kLocalWorldSize,
     RoleField::kNodeRank, RoleField::kNnodes,  RoleField::kMaster,    RoleField::kJobId,
-    RoleField::kNodes,  RoleField::kServerNum};
+    RoleField::kNodes};
 
 bool IsIdentity(RoleField f) {
   return f == RoleField::kRank || f == RoleField::kWorldSize || f == RoleField::kLocalRank ||
@@ -102,7 +101,6 @@ class FamilyReader {
 void ReadFlotilla(FamilyReader r) {
   r.Text(RoleField::kMaster, {"FLOTILLA_STORE"});
   r.Text(RoleField::kJobId, {"FLOTILLA_JOB_ID"});
-  r.Int(RoleField::kServerNum, {"FLOTILLA_SERVER_NUM"});
 }
 
 void ReadPaddle(FamilyReader r) {

@@ -42,7 +42,6 @@ enum class RoleField {
   kMaster,          // host:port of the job's rendezvous store
   kJobId,           // the job's name (keys in the store, etcd)
   kNodes,           // every node's host, comma list, node order
-  kServerNum,       // parameter-server jobs started per task: the first N tasks serve
 };
 
 // "rank", "world_size", ... as printed by `flotilla env`.
