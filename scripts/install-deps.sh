@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   openmpi-bin libopenmpi-dev
   etcd-server iproute2 procps python3 python3-sklearn
+  # A Slurm cluster made by tests/clusters/slurm_test.py (about 12 MB).
+  slurm-wlm munge util-linux
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch)

@@ -1,0 +1,12 @@
+# Cluster engines made by the tests themselves (tests/clusters/*.py, Python's
+# unittest): a Slurm cluster of slurmctld + one slurmd per network-namespace
+# host. Exit code 77 = skipped (no root, engine not installed), with the
+# reason printed.
+set(FLOTILLA_CLUSTER_PYTHON /usr/bin/python3)
+foreach(t slurm_test)
+  add_test(NAME cluster_${t}
+    COMMAND ${FLOTILLA_CLUSTER_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/clusters/${t}.py)
+  set_tests_properties(cluster_${t} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+    LABELS clusters
+    ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};FLOTILLA_SOURCE_DIR=${PROJECT_SOURCE_DIR};OPENBLAS_NUM_THREADS=1")
+endforeach()

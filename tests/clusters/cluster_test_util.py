@@ -1,0 +1,76 @@
+"""What the cluster tests share: where the build is, reference runs of the
+training examples under ``flotilla launch``, and reading their results."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Dict, List, Optional
+
+BUILD = os.environ.get("FLOTILLA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
+SOURCE = os.environ.get("FLOTILLA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
+SKIP_CODE = 77  # ctest's SKIP_RETURN_CODE for these tests
+
+
+def bin_path(name: str) -> str:
+    return os.path.join(BUILD, "bin", name)
+
+
+# A small, seeded run: every way of starting it must give the same loss.
+COLLECTIVE_ARGS = ["--steps", "20", "--hidden", "64", "--warmup", "2", "--seed", "7",
+                   "--labels", "sum"]
+PS_ARGS = ["--epochs", "5", "--mode", "sync"]
+
+
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def cmdline(pid: int) -> str:
+    """A process's command line, or "" once it is gone."""
+    try:
+        return read_text(f"/proc/{pid}/cmdline").replace("\0", " ").strip()
+    except OSError:
+        return ""
+
+
+def last_json(text: str) -> Dict:
+    """The JSON object on the last line of ``text`` that starts with '{'."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError(f"no JSON result line in:\n{text[-2000:]}")
+
+
+def results(log_dir: str, prefix: str) -> List[Dict]:
+    """The JSON result of every ``prefix*`` log in ``log_dir`` that printed one."""
+    out = []
+    for name in sorted(os.listdir(log_dir)):
+        if name.startswith(prefix):
+            text = read_text(os.path.join(log_dir, name))
+            if any(line.startswith("{") for line in text.splitlines()):
+                out.append(last_json(text))
+    return out
+
+
+def launch_reference(log_dir: str, options: List[str], program: str, args: List[str]) -> str:
+    """Runs ``flotilla launch`` on this machine; returns the log dir."""
+    argv = [bin_path("flotilla"), "launch", "--quiet", "--log_dir", log_dir] + options + \
+           [bin_path(program)] + args
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise AssertionError(f"reference run failed: {r.stderr[-2000:]}")
+    return log_dir
+
+
+def skip_unless(why: Optional[str]) -> None:
+    """Exits with SKIP_CODE (ctest shows the test as skipped) saying why."""
+    if why:
+        print(f"SKIPPED: {why}", flush=True)
+        sys.exit(SKIP_CODE)
+    for program in ("flotilla", "train_with_fleet", "dist_fit_a_line"):
+        if not os.access(bin_path(program), os.X_OK):
+            print(f"SKIPPED: {bin_path(program)} is not built", flush=True)
+            sys.exit(SKIP_CODE)
