@@ -15,6 +15,8 @@ packages=(
   etcd-server iproute2 procps python3 python3-sklearn
   # A Slurm cluster made by tests/clusters/slurm_test.py (about 12 MB).
   slurm-wlm munge util-linux
+  # The Kubernetes manifests' schema check and pod simulation read YAML.
+  python3-yaml
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch)

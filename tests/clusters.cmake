@@ -1,9 +1,10 @@
 # Cluster engines made by the tests themselves (tests/clusters/*.py, Python's
 # unittest): a Slurm cluster of slurmctld + one slurmd per network-namespace
-# host. Exit code 77 = skipped (no root, engine not installed), with the
-# reason printed.
+# host; and every pod of the Kubernetes manifests in deploy/k8s simulated on
+# namespace hosts with its controller's environment. Exit code 77 = skipped
+# (no root, engine not installed), with the reason printed.
 set(FLOTILLA_CLUSTER_PYTHON /usr/bin/python3)
-foreach(t slurm_test)
+foreach(t slurm_test k8s_test)
   add_test(NAME cluster_${t}
     COMMAND ${FLOTILLA_CLUSTER_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/clusters/${t}.py)
   set_tests_properties(cluster_${t} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
