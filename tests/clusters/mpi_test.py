@@ -1,0 +1,66 @@
+"""Open MPI's ``mpirun -np 4`` across two network-namespace hosts starts
+train_with_fleet with no launcher: the ranks come from OMPI_COMM_WORLD_*,
+the master from ``-x MASTER_ADDR -x MASTER_PORT``, and the job trains to
+exactly the loss of ``flotilla launch --nproc_per_node 4``. mpirun reaches
+the second host through a launch agent (``--mca plm_rsh_agent``) that runs
+its daemon with ``ip netns exec`` instead of ssh."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from cluster_test_util import (COLLECTIVE_ARGS, bin_path, last_json, launch_reference,  # noqa: E402
+                               read_text, skip_unless)
+from netns_hosts import Hosts, can_make_hosts  # noqa: E402
+
+AGENT = """#!/bin/sh
+# mpirun's launch agent: runs the daemon's command line on a namespace host,
+# under that host's name, where ssh would log in.
+host="$1"; shift
+case "$host" in
+{cases}
+  *) echo "no namespace host $host" >&2; exit 1 ;;
+esac
+exec ip netns exec "$ns" unshare --uts sh -c "hostname $host; $*"
+"""
+
+
+class MpiTest(unittest.TestCase):
+    def test_mpirun_4_ranks_across_two_hosts(self) -> None:
+        work = tempfile.mkdtemp(prefix="flotilla-mpi-")
+        names = ["mhosta", "mhostb"]
+        hosts = Hosts(names)
+        try:
+            agent = os.path.join(work, "agent.sh")
+            with open(agent, "w") as f:
+                f.write(AGENT.format(cases="\n".join(
+                    f"  {n}) ns={ns} ;;" for n, ns in zip(names, hosts.netns))))
+            os.chmod(agent, 0o755)
+            argv = ["mpirun", "--allow-run-as-root", "-np", "4", "--host", "mhosta:2,mhostb:2",
+                    "--mca", "plm_rsh_agent", agent,
+                    "--mca", "oob_tcp_if_include", hosts.subnet + "0/24",
+                    "-x", "MASTER_ADDR=mhosta", "-x", "MASTER_PORT=29533",
+                    bin_path("train_with_fleet")] + COLLECTIVE_ARGS
+            run = hosts.run(0, argv, timeout=120, hostname="mhosta")
+            self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+            got = last_json(run.stdout)
+            ref = last_json(read_text(os.path.join(launch_reference(
+                os.path.join(work, "ref"), ["--nproc_per_node", "4"], "train_with_fleet",
+                COLLECTIVE_ARGS), "workerlog.0")))
+            self.assertEqual(got["ranks"], 4)
+            self.assertEqual(got["loss"], ref["loss"], "mpirun and flotilla launch disagree")
+            self.assertIn("hierarchical backend", run.stdout + run.stderr,
+                          "the ranks should see two hosts")
+        finally:
+            hosts.close()
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    skip_unless(can_make_hosts() or (None if shutil.which("mpirun") else
+                                     "mpirun (openmpi-bin) is not installed"))
+    unittest.main(verbosity=2)
