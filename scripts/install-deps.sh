@@ -3,6 +3,7 @@
 # Idempotent: installs only what is missing. Uses sudo when not root.
 #   scripts/install-deps.sh          build + test dependencies
 #   scripts/install-deps.sh --bench  also the peers the benchmarks compare against
+#   scripts/install-deps.sh --container  also podman (tests/clusters/container_test.py)
 set -euo pipefail
 
 packages=(
@@ -20,6 +21,9 @@ packages=(
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch)
+fi
+if [[ "${1:-}" == "--container" ]]; then
+  packages+=(podman)
 fi
 
 missing=()
