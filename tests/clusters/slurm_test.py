@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,14 @@ from cluster_test_util import (COLLECTIVE_ARGS, PS_ARGS, SOURCE, bin_path, cmdli
 from slurm_cluster import SlurmCluster, can_run_slurm  # noqa: E402
 
 EXAMPLES = os.path.join(SOURCE, "examples", "slurm")
+
+
+def checkpoints(directory: str):
+    """Steps of the complete checkpoints (a save cut short leaves only a
+    temporary directory, step-N.tmp.PID, which loading ignores)."""
+    return sorted(int(m.group(1)) for m in (re.fullmatch(r"step-(\d+)", os.path.basename(p))
+                                            for p in glob.glob(os.path.join(directory, "step-*")))
+                  if m)
 
 
 class SlurmTest(unittest.TestCase):
@@ -106,10 +115,9 @@ class SlurmTest(unittest.TestCase):
         job = self.cluster.sbatch([f"--chdir={workdir}", f"--output={workdir}/out.txt",
                                    os.path.join(EXAMPLES, "collective.sbatch")] + args, self.env)
         deadline = time.time() + 60
-        while len(glob.glob(os.path.join(ckpt, "step-*"))) < 2 and time.time() < deadline:
+        while len(checkpoints(ckpt)) < 2 and time.time() < deadline:
             time.sleep(0.1)
-        self.assertGreaterEqual(len(glob.glob(os.path.join(ckpt, "step-*"))), 2,
-                                "no checkpoint within 60 s")
+        self.assertGreaterEqual(len(checkpoints(ckpt)), 2, "no checkpoint within 60 s")
         self.cluster.command(["scancel", job])
         started = time.time()
         record = self.cluster.wait_job(job, timeout=60)
@@ -124,7 +132,7 @@ class SlurmTest(unittest.TestCase):
                 break
             time.sleep(0.2)
         self.assertEqual(left, set(), [cmdline(p) for p in left])
-        newest = max(int(p.rsplit("-", 1)[1]) for p in glob.glob(os.path.join(ckpt, "step-*")))
+        newest = checkpoints(ckpt)[-1]
         load = subprocess.run([bin_path("train_with_fleet"), "--hidden", "64", "--seed", "7",
                                "--labels", "sum", "--checkpoint_dir", ckpt, "--steps",
                                str(newest + 1)], capture_output=True, text=True, timeout=60,
