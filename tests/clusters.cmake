@@ -4,7 +4,7 @@
 # namespace hosts with its controller's environment. Exit code 77 = skipped
 # (no root, engine not installed), with the reason printed.
 set(FLOTILLA_CLUSTER_PYTHON /usr/bin/python3)
-foreach(t slurm_test k8s_test mpi_test)
+foreach(t slurm_test k8s_test mpi_test elastic_scale_test)
   add_test(NAME cluster_${t}
     COMMAND ${FLOTILLA_CLUSTER_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/clusters/${t}.py)
   set_tests_properties(cluster_${t} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77

@@ -45,6 +45,15 @@ TEST(ElasticWorld, NewcomersJoinAtTheEndAndARestartedLauncherIsNew) {
   EXPECT_EQ(AssignWorld(before, {M("x", 8, 1), M("a", 1, 5), M("c", 3, 7)}, 2), before);
 }
 
+TEST(ElasticWorld, ScaleTargetCapsTheWorldWithinMinMax) {
+  const NodeRange np{2, 4};
+  EXPECT_EQ(WorldCap(np, std::nullopt), 4);
+  EXPECT_EQ(WorldCap(np, "3"), 3);
+  EXPECT_EQ(WorldCap(np, "1"), 2);   // never below MIN
+  EXPECT_EQ(WorldCap(np, "9"), 4);   // never above MAX
+  EXPECT_THROW(WorldCap(np, "three"), Corruption);
+}
+
 TEST(ElasticRecords, RoundTrip) {
   WorldRecord w{4, {Id("10.0.0.1", 77), Id("10.0.0.2", 78)}, 0};
   WorldRecord back = DecodeWorld(EncodeWorld(w), 12);

@@ -46,8 +46,10 @@ TEST(SelectRunMode, ElasticNeedsItsServerAndHeterIsNotSupportedYet) {
   EXPECT_THROW(SelectRunMode(o), InvalidArgument);  // no --elastic_server
   o.elastic_server = "etcd://127.0.0.1:2379";
   EXPECT_EQ(SelectRunMode(o), RunMode::kCollective);
-  o.scale = true;
-  EXPECT_THROW(SelectRunMode(o), Unimplemented);
+  o.scale = 3;
+  EXPECT_EQ(SelectRunMode(o), RunMode::kCollective);
+  o.scale = -1;
+  EXPECT_THROW(SelectRunMode(o), InvalidArgument);
   LaunchOptions h = WithCommand();
   h.heter_workers = "127.0.0.1:1";
   EXPECT_THROW(SelectRunMode(h), Unimplemented);

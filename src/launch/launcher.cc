@@ -6,6 +6,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
+#include "launch/elastic/elastic_rendezvous.h"
 #include "launch/env_contract.h"
 #include "launch/net_util.h"
 #include "launch/node_plan.h"
@@ -77,6 +78,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     log::Info("flotilla launch: {}", engine);
   }
   const RunMode mode = SelectRunMode(options);
+  if (options.scale > 0) return ScaleElasticJob(options);
   std::vector<PortReservation> ports;  // held until the launcher exits
   NodePlanner plan_node = [&](const NodeLayout& layout) {
     NodePlan plan = PlanNode(options, mode, layout);

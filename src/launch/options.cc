@@ -24,7 +24,7 @@ bool HasPsOptions(const LaunchOptions& o) {
 bool HasElasticOptions(const LaunchOptions& o) {
   // --job_id alone only names the job (Paddle's clusters set PADDLE_JOB_ID for
   // every job); --elastic_server is what turns a job elastic.
-  return !o.elastic_server.empty() || !o.np.empty() || o.scale || o.force;
+  return !o.elastic_server.empty() || !o.np.empty() || o.scale > 0 || o.force;
 }
 
 namespace {
@@ -34,10 +34,7 @@ void RejectUnsupported(const LaunchOptions& o) {
     FLOTILLA_THROW(InvalidArgument, "--np/--scale/--force belong to elastic jobs and need "
                    "--elastic_server etcd://HOST:PORT (and --job_id)");
   }
-  if (o.scale) {
-    FLOTILLA_THROW(Unimplemented, "not supported yet: --scale; an elastic job scales by "
-                   "starting or stopping launchers within --np MIN:MAX");
-  }
+  FLOTILLA_ENFORCE(o.scale >= 0, "--scale ", o.scale, " must be a number of nodes");
   if (!o.heter_workers.empty() || o.heter_worker_num > 0) {
     FLOTILLA_THROW(Unimplemented,
                    "not supported yet: heterogeneous parameter-server jobs "

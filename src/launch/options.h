@@ -43,7 +43,9 @@ struct LaunchOptions {
   std::string elastic_server;
   std::string job_id;
   std::string np;
-  bool scale = false;
+  // --scale N: set a running elastic job's size to N nodes (within its
+  // --np MIN:MAX) and exit; starts no program. 0 = not a scaling command.
+  int scale = 0;
   bool force = false;
   std::chrono::seconds elastic_ttl{3};                // a node's lease in etcd
   std::chrono::milliseconds elastic_timeout{10000};   // the first world waits this long for MAX

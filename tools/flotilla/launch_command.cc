@@ -106,7 +106,9 @@ void AddElasticOptions(CLI::App& c, launch::LaunchOptions& o) {
   c.add_option("--elastic_timeout", g_durations.elastic_timeout, "seconds the first world waits "
                "for MAX nodes once MIN are there")
       ->envname("FLOTILLA_ELASTIC_TIMEOUT")->capture_default_str()->group(g);
-  c.add_flag("--scale", o.scale, "scale the job (not supported yet: start or stop launchers instead)")->envname("PADDLE_ELASTIC_SCALE")->group(g);
+  c.add_option("--scale", o.scale, "set the running job's size to N nodes (within its --np "
+               "MIN:MAX) and exit; starts no program")
+      ->envname("PADDLE_ELASTIC_SCALE")->group(g);
   c.add_flag("--force", o.force, "clear a stale job's keys in etcd before joining")->envname("PADDLE_ELASTIC_FORCE")->group(g);
 }
 

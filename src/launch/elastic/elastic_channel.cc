@@ -75,7 +75,14 @@ void ElasticChannel::CheckMembers() {
                                            "lapsed")}, true);
     return;
   }
-  if (static_cast<int>(members.size()) < options_.max_nodes) {
+  auto target = etcd_->Get(keys_.target());
+  const int cap = WorldCap({options_.min_nodes, options_.max_nodes},
+                           target ? std::optional<std::string>(target->value) : std::nullopt);
+  if (static_cast<int>(members.size()) > cap) {
+    Report({-1, 1, StrCat("the job scales in to ", cap, " node(s) (--scale)")}, true);
+    return;
+  }
+  if (static_cast<int>(members.size()) < cap) {
     for (const auto& id : alive) {
       if (Contains(members, id)) continue;
       Report({-1, 1, StrCat("node ", id.host, " joined: the job scales out")}, true);

@@ -34,6 +34,7 @@ class ElasticChannel : public JobChannel {
     WorldRecord world;
     MemberId self;
     int node_index = 0;
+    int min_nodes = 1;
     int max_nodes = 1;
     std::chrono::milliseconds ttl{3000};
     std::chrono::milliseconds poll{500};

@@ -48,7 +48,8 @@ class ElasticRendezvous : public Rendezvous {
   MemberId Self() const { return {options_.host, registration_->lease()}; }
   std::vector<Member> ReadMembers();
   WorldRecord ReadWorld();
-  bool Ready(size_t alive, bool first, Clock::time_point stable_since) const;
+  int Cap();
+  bool Ready(size_t alive, int cap, bool first, Clock::time_point stable_since) const;
   Agreement AgreeOnWorld(Clock::time_point deadline);
   std::optional<std::string> Master(const WorldRecord& world, Clock::time_point deadline);
   ClusterSpec SpecOf(const Agreement& a, const std::string& master) const;
@@ -96,11 +97,20 @@ WorldRecord ElasticRendezvous::ReadWorld() {
   return kv ? DecodeWorld(kv->value, kv->mod_revision) : WorldRecord{};
 }
 
-bool ElasticRendezvous::Ready(size_t alive, bool first, Clock::time_point stable_since) const {
+// MAX, or the job's --scale target within MIN..MAX.
+int ElasticRendezvous::Cap() {
+  auto target = etcd_->Get(keys_.target());
+  return WorldCap({options_.min_nodes, options_.max_nodes},
+                  target ? std::optional<std::string>(target->value) : std::nullopt);
+}
+
+bool ElasticRendezvous::Ready(size_t alive, int cap, bool first,
+                              Clock::time_point stable_since) const {
   if (alive < static_cast<size_t>(options_.min_nodes)) return false;
   // Later worlds form at once: the job is waiting. The first waits a while
-  // for MAX nodes so it does not restart as each one arrives.
-  return alive >= static_cast<size_t>(options_.max_nodes) || !first ||
+  // for MAX (or --scale's target) nodes so it does not restart as each one
+  // arrives.
+  return alive >= static_cast<size_t>(cap) || !first ||
          Clock::now() - stable_since >= options_.elastic_timeout;
 }
 
@@ -137,8 +147,9 @@ Agreement ElasticRendezvous::AgreeOnWorld(Clock::time_point deadline) {
       return a;
     }
     if (Ids(a.members) != seen) seen = Ids(a.members), stable_since = Clock::now();
-    if (Ready(a.members.size(), first, stable_since)) {
-      auto proposal = AssignWorld(a.world.members, a.members, options_.max_nodes);
+    const int cap = Cap();
+    if (Ready(a.members.size(), cap, first, stable_since)) {
+      auto proposal = AssignWorld(a.world.members, a.members, cap);
       if (Contains(proposal, self) && (proposal != a.world.members || a.world.gen <= last_gen_)) {
         WorldRecord next{std::max(a.world.gen, last_gen_) + 1, proposal};
         etcd_->PutIfModRevision(keys_.world(), EncodeWorld(next), a.world.mod_revision);
@@ -149,9 +160,9 @@ Agreement ElasticRendezvous::AgreeOnWorld(Clock::time_point deadline) {
       FLOTILLA_CHECK(a.members.size() < static_cast<size_t>(options_.min_nodes), DeadlineExceeded,
                      "elastic job '", options_.job_id, "': ", options_.host,
                      " waited ", options_.rendezvous_timeout.count() / 1000,
-                     " s as a standby — the world is full with ", options_.max_nodes,
+                     " s as a standby — the world is full with ", cap,
                      " nodes [", flotilla::Join(Hosts(a.world.members), ","),
-                     "] and no node left (raise MAX in --np to use it)");
+                     "] and no node left (raise MAX in --np, or --scale, to use it)");
       FLOTILLA_THROW(DeadlineExceeded, "elastic job '", options_.job_id, "': only ",
                      a.members.size(), " node(s) [", flotilla::Join(Hosts(Ids(a.members)), ","),
                      "] joined within ", options_.rendezvous_timeout.count() / 1000,
@@ -214,6 +225,7 @@ World ElasticRendezvous::Open(const Agreement& a, const std::string& master) {
   channel.world = a.world;
   channel.self = Self();
   channel.node_index = w.spec.node_index;
+  channel.min_nodes = options_.min_nodes;
   channel.max_nodes = options_.max_nodes;
   channel.ttl = options_.ttl;
   w.channel = std::make_unique<ElasticChannel>(channel, etcd_, keys_);
@@ -254,6 +266,20 @@ ElasticOptions ElasticOptionsFrom(const LaunchOptions& o) {
   e.elastic_timeout = o.elastic_timeout;
   e.rendezvous_timeout = o.rendezvous_timeout;
   return e;
+}
+
+int ScaleElasticJob(const LaunchOptions& o) {
+  FLOTILLA_ENFORCE(!o.job_id.empty(), "--scale needs --job_id (the job to scale)");
+  FLOTILLA_ENFORCE(o.command.empty(), "--scale N sets a running job's size and starts no "
+                   "program; drop '", o.command.front(), "'");
+  EtcdClient etcd(EtcdOptions{ParseEtcdEndpoints(o.elastic_server)});
+  const ElasticKeys keys(o.job_id);
+  FLOTILLA_CHECK(!etcd.GetPrefix(keys.nodes()).kvs.empty(), NotFound, "elastic job '", o.job_id,
+                 "' has no node in etcd at ", etcd.endpoints(), "; nothing to scale");
+  etcd.Put(keys.target(), std::to_string(o.scale));
+  log::Info("elastic job '{}': size set to {} node(s) (within its --np MIN:MAX)", o.job_id,
+            o.scale);
+  return 0;
 }
 
 std::unique_ptr<Rendezvous> MakeElasticRendezvous(const LaunchOptions& options) {

@@ -45,4 +45,13 @@ ElasticOptions ElasticOptionsFrom(const LaunchOptions& options);
 
 std::unique_ptr<Rendezvous> MakeElasticRendezvous(const LaunchOptions& options);
 
+// `flotilla launch --elastic_server E --job_id J --scale N`: sets the running
+// job's size to N nodes (Paddle's elastic "scale"): the launchers clamp it to
+// their --np MIN:MAX; above the current world, waiting launchers join; below
+// it, the nodes with the highest indices stop their processes and wait as
+// standbys while the others go on in the smaller world. Survivors' launchers
+// keep running either way. Returns the exit code (0). Throws NotFound when
+// the job has no node in etcd, Unavailable when etcd cannot be reached.
+int ScaleElasticJob(const LaunchOptions& options);
+
 }  // namespace flotilla::launch

@@ -87,6 +87,18 @@ std::vector<MemberId> AssignWorld(const std::vector<MemberId>& previous,
   return world;
 }
 
+int WorldCap(const NodeRange& np, const std::optional<std::string>& target) {
+  if (!target) return np.max;
+  int64_t n = 0;
+  try {
+    n = ParseInt(*target, "the elastic job's target");
+  } catch (const Error&) {
+    FLOTILLA_THROW(Corruption, "the elastic job's target key holds '", *target,
+                   "', not a number of nodes");
+  }
+  return static_cast<int>(std::clamp<int64_t>(n, np.min, np.max));
+}
+
 NodeRange ParseNp(const std::string& np) {
   std::vector<std::string> parts = Split(np, ':', /*skip_empty=*/false);
   FLOTILLA_ENFORCE(parts.size() == 1 || parts.size() == 2, "--np '", np,

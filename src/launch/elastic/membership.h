@@ -10,6 +10,7 @@
 //   gen/<G>/abort       a node's failure in world G
 //   gen/<G>/ok/<host>   the node's processes of world G all exited 0
 //   done                the job finished (the prefix is removed right after)
+//   target              the job's size set by `flotilla launch --scale N`
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,7 @@ struct ElasticKeys {
   std::string oks(int64_t g) const { return gen(g) + "ok/"; }
   std::string ok(int64_t g, const std::string& host) const { return oks(g) + host; }
   std::string done() const { return prefix + "done"; }
+  std::string target() const { return prefix + "target"; }
 };
 
 // One launcher incarnation: its host and lease (a restarted launcher on the
@@ -80,5 +82,10 @@ struct NodeRange {
   int max = 1;
 };
 NodeRange ParseNp(const std::string& np);
+
+// The most nodes the next world may have: MAX, or the job's --scale target
+// (the value of the target key, nullopt when unset) clamped to MIN..MAX.
+// Throws Corruption naming the key when the target is not a number.
+int WorldCap(const NodeRange& np, const std::optional<std::string>& target);
 
 }  // namespace flotilla::launch
