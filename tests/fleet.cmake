@@ -31,3 +31,9 @@ flotilla_test(cnn_process_test
   DEPS launch_test_util
   TIMEOUT 400)
 add_dependencies(cnn_process_test flotilla train_with_fleet)
+
+# ResNet blocks against PyTorch 1.13 (python3-torch from install-deps.sh --bench).
+flotilla_test(resnet_blocks_test
+  SOURCES resnet_blocks_test.cc
+  DEPS launch_test_util flotilla_models nlohmann_json::nlohmann_json
+  TIMEOUT 120)
