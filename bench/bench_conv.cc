@@ -12,7 +12,7 @@
 // Flotilla faster). Run under the bench lock:
 //
 //   flock /work/.bench.lock build/bin/bench_conv [--threads 2] [--repeats 3]
-//        [--steps 3] [--no-torch] [--no-layers] [--no-steps]
+//        [--steps 3] [--no-torch] [--no-layers] [--no-steps] [--no-resnet18] [--no-resnet50]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +43,8 @@ struct Options {
   int repeats = 3;
   int steps = 3;
   bool torch = true, layers = true, train_steps = true;
+  bool resnet18 = true, resnet50 = true;
+  bool profile = false;  // milliseconds per op type (stderr)
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -59,6 +61,9 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--no-torch") o.torch = false;
     else if (a == "--no-layers") o.layers = false;
     else if (a == "--no-steps") o.train_steps = false;
+    else if (a == "--no-resnet18") o.resnet18 = false;
+    else if (a == "--no-resnet50") o.resnet50 = false;
+    else if (a == "--profile") o.profile = true;
     else throw std::invalid_argument("unknown flag '" + a + "'");
   }
   return o;
@@ -180,7 +185,7 @@ void BenchLayers(const Options& o, double peak) {
   std::cout << sum.dump() << std::endl;
 }
 
-double FlotillaStepMs(int depth, int64_t batch, int size, int steps) {
+double FlotillaStepMs(int depth, int64_t batch, int size, int steps, bool profile) {
   Program main, startup;
   ProgramGuard guard(main, startup);
   UniqueNameGuard names;
@@ -200,12 +205,18 @@ double FlotillaStepMs(int depth, int64_t batch, int size, int steps) {
   std::vector<int64_t> y(batch);
   for (int64_t i = 0; i < batch; ++i) y[i] = i % 10;
   FeedMap feed{{"image", Tensor::FromVector(x, {batch, 3, size, size})}, {"label", Tensor::FromVector(y, {batch, 1})}};
-  return MedianMs(steps, [&] { exe.Run(main, feed, {}, &scope); });
+  std::map<std::string, double> per_type;
+  if (profile) {
+    exe.set_op_observer([&](const OpDesc& op, int64_t start, int64_t end) { per_type[op.type] += (end - start) / 1e6; });
+  }
+  const double ms = MedianMs(steps, [&] { exe.Run(main, feed, {}, &scope); });
+  for (const auto& [type, total] : per_type) std::cerr << type << " " << total / (steps + 1) << " ms/step\n";
+  return ms;
 }
 
 void BenchStep(const Options& o, int depth, int64_t batch, int size, int steps) {
   const std::string model = "resnet" + std::to_string(depth);
-  const double ours = FlotillaStepMs(depth, batch, size, steps);
+  const double ours = FlotillaStepMs(depth, batch, size, steps, o.profile);
   nlohmann::json j = {{"bench", "train_step"}, {"model", model}, {"batch", batch}, {"image", size},
                       {"threads", o.threads}, {"flotilla_ms", ours}, {"flotilla_images_per_sec", batch * 1e3 / ours}};
   std::cout << j.dump() << std::endl;
@@ -235,8 +246,8 @@ int main(int argc, char** argv) {
               << std::endl;
     if (o.layers) BenchLayers(o, peak);
     if (o.train_steps) {
-      BenchStep(o, 18, 64, 32, std::max(o.steps, 5));
-      BenchStep(o, 50, 8, 224, o.steps);
+      if (o.resnet18) BenchStep(o, 18, 64, 32, std::max(o.steps, 5));
+      if (o.resnet50) BenchStep(o, 50, 8, 224, o.steps);
     }
   } catch (const std::exception& e) {
     std::cerr << "bench_conv: " << e.what() << std::endl;
