@@ -6,13 +6,15 @@
 //     distinct layer shape of ResNet-50 at batch 8, 224x224 input, with
 //     Flotilla's GFLOP/s and its fraction of the GEMM peak;
 //   - a full ResNet-50 train step at batch 8 (224x224) and ResNet-18 at
-//     32x32, batch 64 (Momentum, L2 decay, batch norm in training mode).
+//     32x32, batch 64 (Momentum, L2 decay, batch norm in training mode);
+//   - 2-rank data-parallel ResNet-18 images/s against PyTorch DDP (gloo).
 // Prints one JSON line per measurement; comparison lines say
 // "ratio":"flotilla/pytorch" with value = PyTorch's time / Flotilla's (> 1:
 // Flotilla faster). Run under the bench lock:
 //
 //   flock /work/.bench.lock build/bin/bench_conv [--threads 2] [--repeats 3]
 //        [--steps 3] [--no-torch] [--no-layers] [--no-steps] [--no-resnet18] [--no-resnet50]
+//        [--no-dp] [--dp_steps 12] [--profile]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +48,8 @@ struct Options {
   bool torch = true, layers = true, train_steps = true;
   bool resnet18 = true, resnet50 = true;
   bool profile = false;  // milliseconds per op type (stderr)
+  bool dp = true;        // 2-rank ResNet-18 vs PyTorch DDP
+  int dp_steps = 12;
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -64,6 +69,8 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--no-resnet18") o.resnet18 = false;
     else if (a == "--no-resnet50") o.resnet50 = false;
     else if (a == "--profile") o.profile = true;
+    else if (a == "--no-dp") o.dp = false;
+    else if (a == "--dp_steps") o.dp_steps = value();
     else throw std::invalid_argument("unknown flag '" + a + "'");
   }
   return o;
@@ -233,6 +240,58 @@ void BenchStep(const Options& o, int depth, int64_t batch, int size, int steps) 
             << std::endl;
 }
 
+// The last JSON line of `cmd`'s output holding `key`.
+nlohmann::json LastJsonWith(const std::string& cmd, const std::string& key) {
+  nlohmann::json last;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return last;
+  char line[8192];
+  while (std::fgets(line, sizeof line, p)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains(key)) last = j;
+  }
+  pclose(p);
+  return last;
+}
+
+// 2-rank data-parallel ResNet-18 (32x32, batch 64 per rank, one thread per
+// rank): train_with_fleet under flotilla launch on the digits JPEGs (decoded
+// by its reader threads, first step included) against PyTorch DDP (gloo) on
+// in-memory tensors, warmup excluded — a comparison that favours PyTorch.
+void BenchDataParallel(const Options& o) {
+  const std::string src = FLOTILLA_SOURCE_DIR, bin = std::string(FLOTILLA_BUILD_DIR) + "/bin/";
+  const std::string dir = "/tmp/bench_conv_digits." + std::to_string(getpid());
+  if (std::system((src + "/scripts/make_digits_imagenet.sh " + dir + " --size 32 >/dev/null").c_str()) != 0) return;
+  const std::string steps = std::to_string(o.dp_steps);
+  std::vector<double> ours, theirs;
+  for (int r = 0; r < o.repeats; ++r) {
+    auto f = LastJsonWith("OPENBLAS_NUM_THREADS=1 " + bin + "flotilla launch --nproc_per_node 2 --log_dir " + dir +
+                              ".log " + bin + "train_with_fleet --model ResNet18 --data_dir " + dir +
+                              " --image_size 32 --batch_size 64 --max_iter " + steps +
+                              " --validate false --reader_thread 1 --print_step 1000 2>/dev/null",
+                          "images_per_sec");
+    if (!f.is_null()) ours.push_back(f["images_per_sec"].get<double>());
+    if (!o.torch) continue;
+    auto t = LastJsonWith("OMP_NUM_THREADS=1 /usr/bin/python3 " + src + "/bench/baselines/torch_ddp.py --model resnet18 "
+                          "--nprocs 2 --batch_size 64 --steps " + steps + " --warmup 2 --lr 0.01 2>/dev/null",
+                          "samples_per_sec");
+    if (!t.is_null()) theirs.push_back(t["samples_per_sec"].get<double>());
+  }
+  std::system(("rm -rf " + dir + " " + dir + ".log").c_str());
+  if (ours.empty()) return;
+  std::cout << nlohmann::json{{"bench", "ddp"}, {"impl", "flotilla"}, {"model", "resnet18"}, {"image", 32},
+                              {"batch_per_rank", 64}, {"ranks", 2}, {"images_per_sec", Median(ours)}}.dump()
+            << std::endl;
+  if (theirs.empty()) return;
+  std::cout << nlohmann::json{{"bench", "ddp"}, {"impl", "pytorch_ddp"}, {"model", "resnet18"}, {"image", 32},
+                              {"batch_per_rank", 64}, {"ranks", 2}, {"images_per_sec", Median(theirs)}}.dump()
+            << std::endl;
+  const double v = Median(ours) / Median(theirs);
+  std::cout << nlohmann::json{{"bench", "ddp"}, {"model", "resnet18"}, {"ranks", 2}, {"ratio", "flotilla/pytorch"},
+                              {"value", v}, {"goal", ">= 1.2"}, {"met", v >= 1.2}}.dump()
+            << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -249,6 +308,7 @@ int main(int argc, char** argv) {
       if (o.resnet18) BenchStep(o, 18, 64, 32, std::max(o.steps, 5));
       if (o.resnet50) BenchStep(o, 50, 8, 224, o.steps);
     }
+    if (o.dp) BenchDataParallel(o);
   } catch (const std::exception& e) {
     std::cerr << "bench_conv: " << e.what() << std::endl;
     return 1;

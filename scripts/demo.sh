@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# The main job of `make demo`: seed 001's program trained data-parallel on two
-# local ranks by `flotilla launch`, then the single-process examples.
+# The main job of `make demo`: ResNet-18 learning the handwritten digits
+# (real JPEGs in the ImageNet layout) data-parallel on two local ranks, the
+# seed 001 command `flotilla launch ... train_with_fleet --model=...
+# --data_dir=...`; then seed 001's mlp, and the single-process examples.
 set -euo pipefail
 build="${1:-build}"
 bin="$build/bin"
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 logs="$(mktemp -d "${TMPDIR:-/tmp}/flotilla-demo.XXXXXX")"
 
-echo "== train_with_fleet on 2 ranks (seed 001: collective data parallel; logs in $logs)"
+echo "== ResNet-18 on the digits JPEGs, 2 ranks (seed 001: train_with_fleet --model; logs in $logs)"
+"$(dirname "$0")/make_digits_imagenet.sh" "$logs/digits" --size 32
+"$bin/flotilla" launch --nproc_per_node 2 --log_dir "$logs/resnet" "$bin/train_with_fleet" \
+  --model=ResNet18 --data_dir="$logs/digits" --image_size 32 --batch_size 32 --num_epochs 4 \
+  --lr 0.02 --lr_strategy cosine_decay --lower_scale 0.6 --random_flip false --print_step 11 \
+  --random_seed 1 | grep -E "train_with_fleet:|step|validation"
+
+echo "== train_with_fleet on 2 ranks (seed 001's mlp: collective data parallel)"
 "$bin/flotilla" launch --devices 0,1 --log_dir "$logs/collective" "$bin/train_with_fleet" | tail -n 4
 
 echo "== fit_a_line (seed 000: linear regression on UCI housing)"

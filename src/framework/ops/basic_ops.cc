@@ -86,29 +86,36 @@ void SumKernel(ExecutionContext& ctx) {
   }
   if (all_rows) return SumSelectedRows(ctx);
   // Dense result: dense inputs summed, SelectedRows inputs scattered in.
-  Tensor acc;
-  bool first = true;
+  std::vector<const Tensor*> dense;
   for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
     ScopeVar* v = ctx.InputVar("X", i);
-    if (v == nullptr || v->IsSelectedRows()) continue;
-    const Tensor& x = v->GetTensor();
-    if (first) {
-      acc = x.Clone();
-      first = false;
-      continue;
-    }
-    FLOTILLA_ENFORCE_EQ(x.numel(), acc.numel(), ctx.Where(), ": input ", i, " has shape ",
-                        DimsToString(x.dims()), " but input 0 has ", DimsToString(acc.dims()));
-    VisitDType(acc.dtype(), [&]<typename T>() {
-      math::Add(acc.numel(), acc.data<T>(), x.data<T>(), acc.data<T>());
-    });
+    if (v != nullptr && !v->IsSelectedRows()) dense.push_back(&v->GetTensor());
   }
+  FLOTILLA_ENFORCE(!dense.empty(), ctx.Where(), ": no dense input");
+  for (size_t i = 1; i < dense.size(); ++i) {
+    FLOTILLA_ENFORCE_EQ(dense[i]->numel(), dense[0]->numel(), ctx.Where(), ": input ", i, " has shape ",
+                        DimsToString(dense[i]->dims()), " but input 0 has ", DimsToString(dense[0]->dims()));
+  }
+  // Summed into Out's own buffer, kept across steps (no allocation per run;
+  // gradients stay where a fused all-reduce bucket put them) — unless Out
+  // shares memory with an input other than the first, then into a new one.
+  Tensor* out = out_var->IsSelectedRows() ? out_var->ResetTensor() : out_var->GetMutableTensor();
+  bool aliased = false;
+  for (size_t i = 1; i < dense.size(); ++i) aliased = aliased || dense[i]->SharesBufferWith(*out);
+  Tensor fresh;
+  Tensor* acc = aliased ? &fresh : out;
+  acc->CopyFrom(*dense[0]);
+  VisitDType(acc->dtype(), [&]<typename T>() {
+    for (size_t i = 1; i < dense.size(); ++i) {
+      math::Add(acc->numel(), acc->data<T>(), dense[i]->data<T>(), acc->data<T>());
+    }
+  });
   for (size_t i = 0; i < ctx.InputSize("X"); ++i) {
     ScopeVar* v = ctx.InputVar("X", i);
     if (v == nullptr || !v->IsSelectedRows()) continue;
-    VisitDType(acc.dtype(), [&]<typename T>() { AddRowsInto<T>(v->GetSelectedRows(), &acc); });
+    VisitDType(acc->dtype(), [&]<typename T>() { AddRowsInto<T>(v->GetSelectedRows(), acc); });
   }
-  out_var->ResetTensor()->ShareDataWith(acc);
+  if (aliased) out->ShareDataWith(fresh);
 }
 
 std::vector<OpDesc> SumGrad(const OpDesc& fwd) {
