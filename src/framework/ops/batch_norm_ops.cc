@@ -54,8 +54,8 @@ Stats BatchStats(const BnShape& s, const T* x, double eps, const StatsAllReduce&
   for (int64_t i = 0; i < s.n; ++i) {
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const T* p = x + (i * s.c + ch) * s.hw;
-      double a = 0, b = 0;
-      for (int64_t k = 0; k < s.hw; ++k) a += p[k], b += double(p[k]) * p[k];
+      T a = 0, b = 0;  // one plane in T (vectorised), planes summed in double
+      for (int64_t k = 0; k < s.hw; ++k) a += p[k], b += p[k] * p[k];
       sums[ch] += a;
       sums[s.c + ch] += b;
     }
@@ -169,12 +169,13 @@ void Forward(ExecutionContext& ctx, const StatsAllReduce& all_reduce) {
 
 // dy masked by the fused relu (Y > 0) when there is one.
 template <typename T>
-const T* EffectiveDy(ExecutionContext& ctx, const T* dy, int64_t n, std::vector<T>* buf) {
+const T* EffectiveDy(ExecutionContext& ctx, const T* dy, int64_t n) {
   if (!ctx.Attr<bool>("fuse_with_relu")) return dy;
+  thread_local std::vector<T> buf;  // grows once, reused every step
+  if (static_cast<int64_t>(buf.size()) < n) buf.resize(n);
   const T* y = ctx.Input("Y").data<T>();
-  buf->resize(n);
-  for (int64_t i = 0; i < n; ++i) (*buf)[i] = y[i] > T(0) ? dy[i] : T(0);
-  return buf->data();
+  for (int64_t i = 0; i < n; ++i) buf[i] = y[i] > T(0) ? dy[i] : T(0);
+  return buf.data();
 }
 
 template <typename T>
@@ -183,8 +184,7 @@ void Backward(ExecutionContext& ctx, const StatsAllReduce& all_reduce) {
   BnShape s = MakeBnShape(ctx, x.dims());
   const Tensor& dy_t = ctx.Input(GradVarName("Y"));
   CheckGradShape(ctx, dy_t, x.dims(), "Y");
-  std::vector<T> masked;
-  const T* dy = EffectiveDy(ctx, dy_t.data<T>(), x.numel(), &masked);
+  const T* dy = EffectiveDy(ctx, dy_t.data<T>(), x.numel());
   const T* xp = x.data<T>();
   const T* scale = ctx.Input("Scale").data<T>();
   const bool running = UsesRunningStats(ctx);
@@ -205,8 +205,8 @@ void Backward(ExecutionContext& ctx, const StatsAllReduce& all_reduce) {
   for (int64_t i = 0; i < s.n; ++i) {
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const int64_t off = (i * s.c + ch) * s.hw;
-      const double m = mean[ch];
-      double a = 0, b = 0;
+      const T m = T(mean[ch]);
+      T a = 0, b = 0;
       for (int64_t k = 0; k < s.hw; ++k) a += dy[off + k], b += dy[off + k] * (xp[off + k] - m);
       sums[ch] += a;
       sums[s.c + ch] += b;
@@ -226,13 +226,13 @@ void Backward(ExecutionContext& ctx, const StatsAllReduce& all_reduce) {
   for (int64_t ch = 0; ch < s.c; ++ch) {
     const double k = scale[ch] * inv_std[ch];
     // dx = k * (dy - mean(dy) - (x - mean) * inv_std^2 * mean(dy (x - mean)))
+    //    = a dy + b x + c
     const double mdy = running ? 0 : sums[ch] / total;
     const double c2 = running ? 0 : inv_std[ch] * inv_std[ch] * sums[s.c + ch] / total;
+    const T a = T(k), b = T(-k * c2), c = T(k * (mean[ch] * c2 - mdy));
     for (int64_t i = 0; i < s.n; ++i) {
       const int64_t off = (i * s.c + ch) * s.hw;
-      for (int64_t j = 0; j < s.hw; ++j) {
-        dx[off + j] = T(k * (dy[off + j] - mdy - (xp[off + j] - mean[ch]) * c2));
-      }
+      for (int64_t j = 0; j < s.hw; ++j) dx[off + j] = a * dy[off + j] + b * xp[off + j] + c;
     }
   }
 }
