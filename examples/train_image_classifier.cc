@@ -89,7 +89,8 @@ io::ImageNetOptions ReaderOptions(const ImageClassifierFlags& f, bool train) {
   o.train = train;
   o.shuffle = train;
   o.image_size = f.image_size;
-  o.resize_short = std::max(f.resize_short_size, f.image_size);
+  const int short_side = f.resize_short_size > 0 ? f.resize_short_size : (f.image_size * 256 + 112) / 224;
+  o.resize_short = std::max(short_side, f.image_size);
   o.lower_scale = f.lower_scale;
   o.flip = f.random_flip;
   o.batch_size = f.batch_size;

@@ -21,7 +21,7 @@ struct ImageClassifierFlags {
   float l2_decay = 1e-4f;
   float label_smoothing_epsilon = 0.0f;  // > 0: one_hot + label_smooth
   int image_size = 224;
-  int resize_short_size = 256;
+  int resize_short_size = 0;       // 0: image_size * 256 / 224 (256 for 224)
   double lower_scale = 0.08;
   bool random_flip = true;
   int class_dim = 0;                // 0: from the data

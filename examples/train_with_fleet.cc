@@ -248,7 +248,7 @@ void AddImageFlags(CLI::App& app, examples::ImageClassifierFlags& c) {
   app.add_option("--l2_decay", c.l2_decay, "L2 weight decay");
   app.add_option("--label_smoothing_epsilon", c.label_smoothing_epsilon, "label smoothing (0: off)");
   app.add_option("--image_size", c.image_size, "crop size")->check(CLI::PositiveNumber);
-  app.add_option("--resize_short_size", c.resize_short_size, "validation: short side before the crop");
+  app.add_option("--resize_short_size", c.resize_short_size, "validation: short side before the centre crop (0: image_size * 256 / 224)");
   app.add_option("--lower_scale", c.lower_scale, "random-resized crop's smallest area fraction");
   app.add_option("--random_flip", c.random_flip, "random horizontal flips (true/false)");
   app.add_option("--class_dim", c.class_dim, "classes (0: from the labels)");
