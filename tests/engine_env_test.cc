@@ -72,7 +72,7 @@ TEST(EngineEnv, TorchStyleVariablesStartATwoRankJob) {
 TEST(EngineEnv, ExplainNamesEverySource) {
   TempDir dir;
   Child env(Clean({"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=10.1.2.3", "MASTER_PORT=29500",
-                   "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_ID=77",
+                   "SLURM_STEP_ID=0", "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_ID=77",
                    "SLURM_JOB_NODELIST=gpu[07-08]"},
                   {FlotillaBin(), "env", "--explain"}),
             dir.path());
@@ -83,7 +83,8 @@ TEST(EngineEnv, ExplainNamesEverySource) {
   EXPECT_NE(out.find("10.1.2.3:29500"), std::string::npos) << out;
   EXPECT_NE(out.find("overridden: SLURM_JOB_NODELIST (first host)"), std::string::npos) << out;
   EXPECT_NE(out.find("gpu07,gpu08"), std::string::npos) << out;
-  Child conflict(Clean({"PADDLE_TRAINER_ID=0", "SLURM_PROCID=1"}, {FlotillaBin(), "env"}), dir.path());
+  Child conflict(Clean({"PADDLE_TRAINER_ID=0", "SLURM_STEP_ID=0", "SLURM_PROCID=1"},
+                       {FlotillaBin(), "env"}), dir.path());
   EXPECT_EQ(conflict.WaitCode(seconds(10)), 2);
   EXPECT_NE(conflict.Stderr().find("PADDLE_TRAINER_ID=0 (Paddle) but SLURM_PROCID=1 (Slurm)"),
             std::string::npos) << conflict.Stderr();

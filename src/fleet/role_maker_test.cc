@@ -45,7 +45,7 @@ class ScopedEnv {
       "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NNODES",
       "SLURM_STEP_NUM_NODES", "SLURM_JOB_NUM_NODES", "SLURM_TASKS_PER_NODE",
       "SLURM_STEP_TASKS_PER_NODE", "SLURM_JOB_ID", "SLURM_STEP_NODELIST",
-      "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURMD_NODENAME", "OMPI_COMM_WORLD_LOCAL_SIZE",
+      "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURMD_NODENAME", "SLURM_STEP_ID", "SLURM_STEPID", "OMPI_COMM_WORLD_LOCAL_SIZE",
       "PMIX_RANK"};
   std::map<std::string, std::optional<std::string>> saved_;
 };
@@ -87,7 +87,8 @@ TEST(PaddleCloudRoleMaker, TorchStyleVariablesWithoutALauncher) {
 }
 
 TEST(PaddleCloudRoleMaker, SlurmTaskWithoutALauncher) {
-  ScopedEnv env({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "77"},
+  ScopedEnv env({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"},
+                 {"SLURM_JOB_ID", "77"},
                  {"SLURM_JOB_NODELIST", "fn[1-2]"}, {"SLURMD_NODENAME", "fn2"}});
   PaddleCloudRoleMaker role(true);
   EXPECT_EQ(role.worker_index(), 2);

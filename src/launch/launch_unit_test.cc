@@ -298,7 +298,8 @@ TEST(PlanNode, PsNodesThatMetAtTheMasterNumberInNodeOrder) {
 TEST(ApplyEngineEnv, OneLauncherPerSlurmTask) {
   LaunchOptions o;
   const std::string said =
-      ApplyEngineEnv(o, Vars({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "2"},
+      ApplyEngineEnv(o, Vars({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"},
+                              {"SLURM_NNODES", "2"},
                               {"SLURM_JOB_NODELIST", "fn[1-2]"}, {"SLURM_JOB_ID", "4242"}}));
   EXPECT_EQ(o.master, "fn1:19242");
   EXPECT_EQ(o.nnodes, 2);
@@ -336,6 +337,13 @@ TEST(ApplyEngineEnv, OwnLayoutOrOneNodeOrNoEngineChangesNothing) {
   ApplyEngineEnv(flags, torch);
   EXPECT_EQ(flags.node_rank, 0) << "an explicit --rank wins";
   EXPECT_EQ(flags.master, "10.0.0.1:29500");
+}
+
+TEST(ApplyEngineEnv, TasksWithoutAMasterAreAnError) {
+  LaunchOptions o;
+  EXPECT_THROW(ApplyEngineEnv(o, Vars({{"OMPI_COMM_WORLD_RANK", "1"},
+                                       {"OMPI_COMM_WORLD_SIZE", "2"}})),
+               InvalidArgument);
 }
 
 TEST(ChildEnvironment, DropsTheEngineTaskThatStartedTheLauncher) {

@@ -88,9 +88,14 @@ std::string ApplyEngineEnv(LaunchOptions& o, const EnvLookup& lookup) {
   const Claim* master = roles.Get(RoleField::kMaster);
   const Claim* tasks = roles.Get(RoleField::kWorldSize);
   const Claim* nodes = tasks != nullptr ? tasks : roles.Get(RoleField::kNnodes);
-  if (master == nullptr || nodes == nullptr) return "";
-  if (o.nnodes == 0) o.nnodes = *roles.Int(nodes->field);
-  if (o.nnodes <= 1) return "";
+  if (nodes == nullptr) return "";
+  const int count = o.nnodes > 0 ? o.nnodes : *roles.Int(nodes->field);
+  if (count <= 1) return "";
+  FLOTILLA_ENFORCE(master != nullptr, "flotilla launch was started as one of ", count,
+                   " tasks (", nodes->origin, ") but no variable says where the launchers "
+                   "meet: export MASTER_ADDR and MASTER_PORT (mpirun -x MASTER_ADDR -x "
+                   "MASTER_PORT), or pass --master HOST:PORT or --ips");
+  o.nnodes = count;
   const Claim* task = roles.Get(RoleField::kRank);
   if (o.node_rank < 0 && task != nullptr) o.node_rank = *roles.Int(RoleField::kRank);
   o.master = master->value;

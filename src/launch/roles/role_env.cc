@@ -145,6 +145,23 @@ int SlurmPort(const std::string& job_id) {
 }
 
 void ReadSlurm(FamilyReader r) {
+  const auto job = r.Var("SLURM_JOB_ID");
+  if (job) r.Add(RoleField::kJobId, *job, "SLURM_JOB_ID");
+  for (const char* var : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    auto list = r.Var(var);
+    if (!list) continue;
+    const auto hosts = ExpandHostlist(*list);
+    r.Add(RoleField::kNodes, Join(hosts, ","), var);
+    if (job) {
+      r.Add(RoleField::kMaster, StrCat(hosts.front(), ":", SlurmPort(*job)),
+            StrCat(var, " (first host), port 15000 + SLURM_JOB_ID's last 4 digits"));
+    }
+    break;
+  }
+  // Task identity only inside a job step (srun): the batch script itself is
+  // not a task, though Slurm gives it SLURM_PROCID=0 and the allocation's
+  // counts.
+  if (!r.Var("SLURM_STEP_ID") && !r.Var("SLURM_STEPID")) return;
   r.Int(RoleField::kRank, {"SLURM_PROCID"});
   r.Int(RoleField::kWorldSize, {"SLURM_NTASKS", "SLURM_NPROCS"});
   r.Int(RoleField::kLocalRank, {"SLURM_LOCALID"});
@@ -159,19 +176,6 @@ void ReadSlurm(FamilyReader r) {
     FLOTILLA_CHECK(index >= 0 && index < static_cast<int64_t>(counts.size()), InvalidArgument,
                    "environment variable SLURM_NODEID=", *node, " is outside ", var, "=", *text);
     r.Add(RoleField::kLocalWorldSize, std::to_string(counts[index]), var);
-    break;
-  }
-  const auto job = r.Var("SLURM_JOB_ID");
-  if (job) r.Add(RoleField::kJobId, *job, "SLURM_JOB_ID");
-  for (const char* var : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
-    auto list = r.Var(var);
-    if (!list) continue;
-    const auto hosts = ExpandHostlist(*list);
-    r.Add(RoleField::kNodes, Join(hosts, ","), var);
-    if (job) {
-      r.Add(RoleField::kMaster, StrCat(hosts.front(), ":", SlurmPort(*job)),
-            StrCat(var, " (first host), port 15000 + SLURM_JOB_ID's last 4 digits"));
-    }
     break;
   }
 }

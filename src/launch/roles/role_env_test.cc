@@ -81,7 +81,8 @@ TEST(RoleEnvironment, KubernetesIndexedJobRankWithTorchWorldSize) {
   EXPECT_EQ(env.Value(RoleField::kMaster), "train-0.train:29500");
 }
 
-const Vars kSlurmTask = {{"SLURM_PROCID", "3"},           {"SLURM_NTASKS", "4"},
+const Vars kSlurmTask = {{"SLURM_STEP_ID", "0"},          {"SLURM_PROCID", "3"},
+                         {"SLURM_NTASKS", "4"},
                          {"SLURM_LOCALID", "1"},          {"SLURM_NODEID", "1"},
                          {"SLURM_NNODES", "2"},           {"SLURM_TASKS_PER_NODE", "2(x2)"},
                          {"SLURM_JOB_NODELIST", "gpu[07-08]"}, {"SLURM_JOB_ID", "123456"}};
@@ -97,6 +98,17 @@ TEST(RoleEnvironment, SlurmTask) {
   EXPECT_EQ(env.Value(RoleField::kNodes), "gpu07,gpu08");
   EXPECT_EQ(env.Value(RoleField::kMaster), "gpu07:18456");  // 15000 + 3456
   EXPECT_EQ(env.Value(RoleField::kJobId), "123456");
+}
+
+TEST(RoleEnvironment, SlurmBatchScriptIsNotATask) {
+  Vars vars = kSlurmTask;
+  vars.erase("SLURM_STEP_ID");
+  auto env = Read(vars);
+  EXPECT_FALSE(env.HasRank());
+  EXPECT_EQ(env.Get(RoleField::kWorldSize), nullptr);
+  EXPECT_EQ(env.Get(RoleField::kNnodes), nullptr);
+  EXPECT_EQ(env.Value(RoleField::kJobId), "123456");
+  EXPECT_EQ(env.Value(RoleField::kNodes), "gpu07,gpu08");
 }
 
 TEST(RoleEnvironment, SlurmStepNodesWinOverTheJobs) {
@@ -158,13 +170,16 @@ TEST(RoleEnvironment, OpenMpi) {
 }
 
 TEST(RoleEnvironment, MalformedValuesAreNamed) {
-  EXPECT_NE(ErrorOf({{"SLURM_PROCID", "x"}}).find("SLURM_PROCID"), std::string::npos);
+  EXPECT_NE(ErrorOf({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "x"}}).find("SLURM_PROCID"),
+            std::string::npos);
   EXPECT_NE(ErrorOf({{"RANK", "-1"}}).find("RANK=-1"), std::string::npos);
   EXPECT_NE(ErrorOf({{"SLURM_JOB_NODELIST", "n[1-"}, {"SLURM_JOB_ID", "1"}})
                 .find("malformed Slurm hostlist"), std::string::npos);
-  EXPECT_NE(ErrorOf({{"SLURM_NODEID", "2"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}})
+  EXPECT_NE(ErrorOf({{"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "2"},
+                     {"SLURM_TASKS_PER_NODE", "2(x2)"}})
                 .find("outside SLURM_TASKS_PER_NODE"), std::string::npos);
-  EXPECT_NE(ErrorOf({{"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "2(x"}})
+  EXPECT_NE(ErrorOf({{"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "0"},
+                     {"SLURM_TASKS_PER_NODE", "2(x"}})
                 .find("SLURM_TASKS_PER_NODE"), std::string::npos);
 }
 
