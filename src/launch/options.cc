@@ -91,10 +91,14 @@ std::string ApplyEngineEnv(LaunchOptions& o, const EnvLookup& lookup) {
   if (nodes == nullptr) return "";
   const int count = o.nnodes > 0 ? o.nnodes : *roles.Int(nodes->field);
   if (count <= 1) return "";
-  FLOTILLA_ENFORCE(master != nullptr, "flotilla launch was started as one of ", count,
-                   " tasks (", nodes->origin, ") but no variable says where the launchers "
-                   "meet: export MASTER_ADDR and MASTER_PORT (mpirun -x MASTER_ADDR -x "
-                   "MASTER_PORT), or pass --master HOST:PORT or --ips");
+  if (master == nullptr) {
+    // An engine started several launchers that cannot find one another.
+    FLOTILLA_ENFORCE(tasks == nullptr, "flotilla launch was started as one of ", count,
+                     " tasks (", tasks->origin, ") but no variable says where the launchers "
+                     "meet: export MASTER_ADDR and MASTER_PORT (mpirun -x MASTER_ADDR -x "
+                     "MASTER_PORT), or pass --master HOST:PORT or --ips");
+    return "";
+  }
   o.nnodes = count;
   const Claim* task = roles.Get(RoleField::kRank);
   if (o.node_rank < 0 && task != nullptr) o.node_rank = *roles.Int(RoleField::kRank);

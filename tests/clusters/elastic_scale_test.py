@@ -126,7 +126,10 @@ class ElasticScaleTest(unittest.TestCase):
         for host, proc in self.launchers.items():
             self.assertEqual(proc.wait(120), 0, read_text(self.log(host))[-3000:])
         print("worlds seen by host 0:", self.worlds(0), flush=True)
-        out = read_text(os.path.join(self.work, "log0", "workerlog.0"))
+        # Rank 0's log: node 0 is whichever launcher registered first.
+        out = "".join(read_text(os.path.join(self.work, f"log{h}", "workerlog.0"))
+                      for h in range(3)
+                      if os.path.exists(os.path.join(self.work, f"log{h}", "workerlog.0")))
         self.assertIn(f'"steps":{STEPS}', out)
         resumed = [int(s) for s in re.findall(r"resumed at step (\d+)", out)]
         self.assertGreaterEqual(len(resumed), 2, out[-3000:])
