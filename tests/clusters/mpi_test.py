@@ -1,7 +1,8 @@
 """Open MPI's ``mpirun -np 4`` across two network-namespace hosts starts
 train_with_fleet with no launcher: the ranks come from OMPI_COMM_WORLD_*,
 the master from ``-x MASTER_ADDR -x MASTER_PORT``, and the job trains to
-exactly the loss of ``flotilla launch --nproc_per_node 4``. mpirun reaches
+exactly the loss of ``flotilla launch --nproc_per_node 4``; so does
+``mpirun -np 2 flotilla launch --nproc_per_node 2`` (one launcher per host). mpirun reaches
 the second host through a launch agent (``--mca plm_rsh_agent``) that runs
 its daemon with ``ip netns exec`` instead of ssh."""
 from __future__ import annotations
@@ -30,34 +31,50 @@ exec ip netns exec "$ns" unshare --uts sh -c "hostname $host; $*"
 
 
 class MpiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.work = tempfile.mkdtemp(prefix="flotilla-mpi-")
+        cls.names = ["mhosta", "mhostb"]
+        cls.hosts = Hosts(cls.names)
+        cls.agent = os.path.join(cls.work, "agent.sh")
+        with open(cls.agent, "w") as f:
+            f.write(AGENT.format(cases="\n".join(
+                f"  {n}) ns={ns} ;;" for n, ns in zip(cls.names, cls.hosts.netns))))
+        os.chmod(cls.agent, 0o755)
+        cls.ref = last_json(read_text(os.path.join(launch_reference(
+            os.path.join(cls.work, "ref"), ["--nproc_per_node", "4"], "train_with_fleet",
+            COLLECTIVE_ARGS), "workerlog.0")))
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.hosts.close()
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def mpirun(self, np: int, slots: int, program) -> str:
+        argv = ["mpirun", "--allow-run-as-root", "-np", str(np), "--host",
+                f"mhosta:{slots},mhostb:{slots}", "--mca", "plm_rsh_agent", self.agent,
+                "--mca", "oob_tcp_if_include", self.hosts.subnet + "0/24",
+                "-x", "MASTER_ADDR=mhosta", "-x", "MASTER_PORT=29533"] + program
+        run = self.hosts.run(0, argv, timeout=120, hostname="mhosta")
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        return run.stdout + run.stderr
+
     def test_mpirun_4_ranks_across_two_hosts(self) -> None:
-        work = tempfile.mkdtemp(prefix="flotilla-mpi-")
-        names = ["mhosta", "mhostb"]
-        hosts = Hosts(names)
-        try:
-            agent = os.path.join(work, "agent.sh")
-            with open(agent, "w") as f:
-                f.write(AGENT.format(cases="\n".join(
-                    f"  {n}) ns={ns} ;;" for n, ns in zip(names, hosts.netns))))
-            os.chmod(agent, 0o755)
-            argv = ["mpirun", "--allow-run-as-root", "-np", "4", "--host", "mhosta:2,mhostb:2",
-                    "--mca", "plm_rsh_agent", agent,
-                    "--mca", "oob_tcp_if_include", hosts.subnet + "0/24",
-                    "-x", "MASTER_ADDR=mhosta", "-x", "MASTER_PORT=29533",
-                    bin_path("train_with_fleet")] + COLLECTIVE_ARGS
-            run = hosts.run(0, argv, timeout=120, hostname="mhosta")
-            self.assertEqual(run.returncode, 0, run.stderr[-3000:])
-            got = last_json(run.stdout)
-            ref = last_json(read_text(os.path.join(launch_reference(
-                os.path.join(work, "ref"), ["--nproc_per_node", "4"], "train_with_fleet",
-                COLLECTIVE_ARGS), "workerlog.0")))
-            self.assertEqual(got["ranks"], 4)
-            self.assertEqual(got["loss"], ref["loss"], "mpirun and flotilla launch disagree")
-            self.assertIn("hierarchical backend", run.stdout + run.stderr,
-                          "the ranks should see two hosts")
-        finally:
-            hosts.close()
-            shutil.rmtree(work, ignore_errors=True)
+        out = self.mpirun(4, 2, [bin_path("train_with_fleet")] + COLLECTIVE_ARGS)
+        got = last_json(out)
+        self.assertEqual(got["ranks"], 4)
+        self.assertEqual(got["loss"], self.ref["loss"], "mpirun and flotilla launch disagree")
+        self.assertIn("hierarchical backend", out, "the ranks should see two hosts")
+
+    def test_mpirun_one_launcher_per_host(self) -> None:
+        log_dir = os.path.join(self.work, "launchers")
+        out = self.mpirun(2, 1, [bin_path("flotilla"), "launch", "--nproc_per_node", "2",
+                                 "--log_dir", log_dir, bin_path("train_with_fleet")] +
+                          COLLECTIVE_ARGS)
+        self.assertIn("one node of 2 (OMPI_COMM_WORLD_SIZE)", out)
+        got = last_json(read_text(os.path.join(log_dir, "workerlog.0")))
+        self.assertEqual(got["ranks"], 4)
+        self.assertEqual(got["loss"], self.ref["loss"])
 
 
 if __name__ == "__main__":
