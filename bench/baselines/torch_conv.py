@@ -7,7 +7,8 @@ JSON lines that bench_conv reads.
                                              train steps of resnet18/resnet50
 
 A layer SPEC is "n,c,h,w,k,kernel,stride,pad". Times are medians of
---repeats runs, in milliseconds. The ResNets are written here (torchvision is
+--repeats runs, in milliseconds (train steps also give CPU milliseconds, every
+thread of the process). The ResNets are written here (torchvision is
 not needed), with the structure of Flotilla's models::ResNet (Paddle's): a
 projection shortcut also on the first basic block of ResNet-18/34.
 """
@@ -79,16 +80,17 @@ def time_steps(model_name: str, batch: int, size: int, steps: int, warmup: int) 
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
     x = torch.randn(batch, 3, size, size)
     y = torch.randint(0, 10, (batch,))
-    times = []
+    times, cpu = [], []
     for i in range(warmup + steps):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         if i >= warmup:
             times.append((time.perf_counter() - start) * 1e3)
-    return {"model": model_name, "ms": statistics.median(times)}
+            cpu.append((time.process_time() - cpu_start) * 1e3)
+    return {"model": model_name, "ms": statistics.median(times), "cpu_ms": statistics.median(cpu)}
 
 
 def main() -> None:

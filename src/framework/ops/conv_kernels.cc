@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "flotilla/core/math.h"
 
@@ -17,14 +18,14 @@ constexpr int64_t kMinGemmColumns = 512;
 constexpr int64_t kMaxScratchBytes = int64_t{96} << 20;
 
 // A grow-only per-thread buffer; slot 0 holds im2col matrices, slot 1
-// gathered output blocks.
+// gathered output blocks, slot 2 compacted filters, slot 3 their gradients.
 template <typename T>
 T* Scratch(int slot, int64_t n) {
   struct Buf {
     std::unique_ptr<T[]> data;
     int64_t size = 0;
   };
-  thread_local Buf bufs[2];
+  thread_local Buf bufs[4];
   Buf& b = bufs[slot];
   if (b.size < n) {
     b.data.reset(new T[static_cast<size_t>(n)]);
@@ -51,35 +52,66 @@ void ValidRange(int64_t off, int64_t stride, int64_t width, int64_t outs, int64_
   *hi = std::max(*lo, std::min(h, outs));
 }
 
-// Writes the im2col rows of one image's channels [0, in_c_per_group) at
-// `x` into col (row stride ld).
+// The kernel taps (kh, kw) through which some output reads a real input
+// pixel. A tap that only ever reads padding contributes nothing, so its
+// im2col rows (all zeros) and filter columns are left out of the GEMMs: a
+// 3x3 convolution on a 1x1 map (ResNet's last stage on small images) then
+// costs one tap's work, not nine.
+struct Taps {
+  std::vector<int32_t> kh, kw;
+  bool all = true;  // every tap live: the filter is used as stored
+  int64_t size() const { return static_cast<int64_t>(kh.size()); }
+};
+
+Taps LiveTaps(const ConvGeometry& g) {
+  Taps t;
+  for (int64_t kh = 0; kh < g.k_h; ++kh) {
+    int64_t hlo, hhi;
+    ValidRange(kh * g.dil_h - g.pad_top, g.stride_h, g.in_h, g.out_h, &hlo, &hhi);
+    for (int64_t kw = 0; kw < g.k_w; ++kw) {
+      int64_t wlo, whi;
+      ValidRange(kw * g.dil_w - g.pad_left, g.stride_w, g.in_w, g.out_w, &wlo, &whi);
+      if (hhi > hlo && whi > wlo) {
+        t.kh.push_back(static_cast<int32_t>(kh));
+        t.kw.push_back(static_cast<int32_t>(kw));
+      }
+    }
+  }
+  t.all = t.size() == g.k_h * g.k_w;
+  return t;
+}
+
+// Rows of the (compacted) im2col matrix of one group.
+int64_t LiveRows(const ConvGeometry& g, const Taps& t) { return g.in_c_per_group() * t.size(); }
+
+// Writes the im2col rows (channel-major, then live tap) of one image's
+// channels [0, in_c_per_group) at `x` into col (row stride ld).
 template <typename T>
-void Im2Col(const ConvGeometry& g, const T* x, T* col, int64_t ld) {
-  const int64_t cg = g.in_c_per_group();
+void Im2Col(const ConvGeometry& g, const Taps& taps, const T* x, T* col, int64_t ld) {
+  const int64_t cg = g.in_c_per_group(), nt = taps.size();
   for (int64_t c = 0; c < cg; ++c) {
     const T* xc = x + c * g.in_size();
-    for (int64_t kh = 0; kh < g.k_h; ++kh) {
-      for (int64_t kw = 0; kw < g.k_w; ++kw) {
-        T* row = col + ((c * g.k_h + kh) * g.k_w + kw) * ld;
-        const int64_t woff = kw * g.dil_w - g.pad_left;
-        int64_t lo, hi;
-        ValidRange(woff, g.stride_w, g.in_w, g.out_w, &lo, &hi);
-        for (int64_t oh = 0; oh < g.out_h; ++oh) {
-          T* d = row + oh * g.out_w;
-          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dil_h;
-          if (ih < 0 || ih >= g.in_h) {
-            std::memset(d, 0, sizeof(T) * g.out_w);
-            continue;
-          }
-          const T* s = xc + ih * g.in_w;
-          for (int64_t ow = 0; ow < lo; ++ow) d[ow] = T(0);
-          if (g.stride_w == 1) {
-            if (hi > lo) std::memcpy(d + lo, s + lo + woff, sizeof(T) * (hi - lo));
-          } else {
-            for (int64_t ow = lo; ow < hi; ++ow) d[ow] = s[ow * g.stride_w + woff];
-          }
-          for (int64_t ow = hi; ow < g.out_w; ++ow) d[ow] = T(0);
+    for (int64_t t = 0; t < nt; ++t) {
+      const int64_t kh = taps.kh[t], kw = taps.kw[t];
+      T* row = col + (c * nt + t) * ld;
+      const int64_t woff = kw * g.dil_w - g.pad_left;
+      int64_t lo, hi;
+      ValidRange(woff, g.stride_w, g.in_w, g.out_w, &lo, &hi);
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        T* d = row + oh * g.out_w;
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dil_h;
+        if (ih < 0 || ih >= g.in_h) {
+          std::memset(d, 0, sizeof(T) * g.out_w);
+          continue;
         }
+        const T* s = xc + ih * g.in_w;
+        for (int64_t ow = 0; ow < lo; ++ow) d[ow] = T(0);
+        if (g.stride_w == 1) {
+          if (hi > lo) std::memcpy(d + lo, s + lo + woff, sizeof(T) * (hi - lo));
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) d[ow] = s[ow * g.stride_w + woff];
+        }
+        for (int64_t ow = hi; ow < g.out_w; ++ow) d[ow] = T(0);
       }
     }
   }
@@ -87,26 +119,44 @@ void Im2Col(const ConvGeometry& g, const T* x, T* col, int64_t ld) {
 
 // The adjoint of Im2Col: adds col's entries into the image at `dx`.
 template <typename T>
-void Col2ImAdd(const ConvGeometry& g, const T* col, int64_t ld, T* dx) {
-  const int64_t cg = g.in_c_per_group();
+void Col2ImAdd(const ConvGeometry& g, const Taps& taps, const T* col, int64_t ld, T* dx) {
+  const int64_t cg = g.in_c_per_group(), nt = taps.size();
   for (int64_t c = 0; c < cg; ++c) {
     T* xc = dx + c * g.in_size();
-    for (int64_t kh = 0; kh < g.k_h; ++kh) {
-      for (int64_t kw = 0; kw < g.k_w; ++kw) {
-        const T* row = col + ((c * g.k_h + kh) * g.k_w + kw) * ld;
-        const int64_t woff = kw * g.dil_w - g.pad_left;
-        int64_t lo, hi;
-        ValidRange(woff, g.stride_w, g.in_w, g.out_w, &lo, &hi);
-        for (int64_t oh = 0; oh < g.out_h; ++oh) {
-          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dil_h;
-          if (ih < 0 || ih >= g.in_h) continue;
-          const T* s = row + oh * g.out_w;
-          T* d = xc + ih * g.in_w;
-          for (int64_t ow = lo; ow < hi; ++ow) d[ow * g.stride_w + woff] += s[ow];
-        }
+    for (int64_t t = 0; t < nt; ++t) {
+      const int64_t kh = taps.kh[t], kw = taps.kw[t];
+      const T* row = col + (c * nt + t) * ld;
+      const int64_t woff = kw * g.dil_w - g.pad_left;
+      int64_t lo, hi;
+      ValidRange(woff, g.stride_w, g.in_w, g.out_w, &lo, &hi);
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dil_h;
+        if (ih < 0 || ih >= g.in_h) continue;
+        const T* s = row + oh * g.out_w;
+        T* d = xc + ih * g.in_w;
+        for (int64_t ow = lo; ow < hi; ++ow) d[ow * g.stride_w + woff] += s[ow];
       }
     }
   }
+}
+
+// Group gi's filter [out_c/g, live rows]: the stored one when every tap is
+// live, else its live columns gathered into scratch.
+template <typename T>
+const T* LiveFilter(const ConvGeometry& g, const Taps& taps, const T* w, int64_t gi) {
+  const int64_t ocg = g.out_c_per_group(), full = g.col_rows(), kk = g.k_h * g.k_w;
+  const T* wg = w + gi * ocg * full;
+  if (taps.all) return wg;
+  const int64_t rows = LiveRows(g, taps), cg = g.in_c_per_group(), nt = taps.size();
+  T* out = Scratch<T>(2, ocg * rows);
+  for (int64_t o = 0; o < ocg; ++o) {
+    for (int64_t c = 0; c < cg; ++c) {
+      for (int64_t t = 0; t < nt; ++t) {
+        out[o * rows + c * nt + t] = wg[o * full + c * kk + taps.kh[t] * g.k_w + taps.kw[t]];
+      }
+    }
+  }
+  return out;
 }
 
 // Offsets of image n, group gi's first channel.
@@ -139,11 +189,11 @@ void ScatterOut(const ConvGeometry& g, const T* block, int64_t n0, int64_t nb, i
 // Lowers images [n0, n0+nb) of group gi; returns the matrix (x itself for
 // a pointwise convolution of one image).
 template <typename T>
-const T* Lower(const ConvGeometry& g, const T* x, int64_t n0, int64_t nb, int64_t gi) {
+const T* Lower(const ConvGeometry& g, const Taps& taps, const T* x, int64_t n0, int64_t nb, int64_t gi) {
   if (g.is_pointwise() && nb == 1) return x + InOffset(g, n0, gi);
   const int64_t ld = nb * g.out_size();
-  T* col = Scratch<T>(0, g.col_rows() * ld);
-  for (int64_t b = 0; b < nb; ++b) Im2Col(g, x + InOffset(g, n0 + b, gi), col + b * g.out_size(), ld);
+  T* col = Scratch<T>(0, LiveRows(g, taps) * ld);
+  for (int64_t b = 0; b < nb; ++b) Im2Col(g, taps, x + InOffset(g, n0 + b, gi), col + b * g.out_size(), ld);
   return col;
 }
 
@@ -211,12 +261,13 @@ void DepthwiseBackward(const ConvGeometry& g, const T* x, const T* w, const T* d
 template <typename T>
 void ConvForward(const ConvGeometry& g, const T* x, const T* w, T* out) {
   if (g.is_depthwise()) return DepthwiseForward(g, x, w, out);
-  const int64_t ocg = g.out_c_per_group(), rows = g.col_rows(), nb_max = BlockImages(g, sizeof(T));
+  const Taps taps = LiveTaps(g);
+  const int64_t ocg = g.out_c_per_group(), rows = LiveRows(g, taps), nb_max = BlockImages(g, sizeof(T));
   for (int64_t n0 = 0; n0 < g.batch; n0 += nb_max) {
     const int64_t nb = std::min(nb_max, g.batch - n0), cols = nb * g.out_size();
     for (int64_t gi = 0; gi < g.groups; ++gi) {
-      const T* col = Lower(g, x, n0, nb, gi);
-      const T* wg = w + gi * ocg * rows;
+      const T* col = Lower(g, taps, x, n0, nb, gi);
+      const T* wg = LiveFilter(g, taps, w, gi);
       if (nb == 1) {
         math::Gemm(false, false, ocg, cols, rows, T(1), wg, rows, col, cols, T(0),
                    out + OutOffset(g, n0, gi), cols);
@@ -233,11 +284,12 @@ template <typename T>
 void ConvBackwardData(const ConvGeometry& g, const T* w, const T* dout, T* dx) {
   std::fill(dx, dx + g.batch * g.in_c * g.in_size(), T(0));
   if (g.is_depthwise()) return DepthwiseBackward<T>(g, nullptr, w, dout, dx, nullptr);
-  const int64_t ocg = g.out_c_per_group(), rows = g.col_rows(), nb_max = BlockImages(g, sizeof(T));
+  const Taps taps = LiveTaps(g);
+  const int64_t ocg = g.out_c_per_group(), rows = LiveRows(g, taps), nb_max = BlockImages(g, sizeof(T));
   for (int64_t n0 = 0; n0 < g.batch; n0 += nb_max) {
     const int64_t nb = std::min(nb_max, g.batch - n0), cols = nb * g.out_size();
     for (int64_t gi = 0; gi < g.groups; ++gi) {
-      const T* wg = w + gi * ocg * rows;
+      const T* wg = LiveFilter(g, taps, w, gi);
       const T* dmat = dout + OutOffset(g, n0, gi);
       if (nb > 1) {
         T* block = Scratch<T>(1, ocg * cols);
@@ -252,7 +304,23 @@ void ConvBackwardData(const ConvGeometry& g, const T* w, const T* dout, T* dx) {
       T* col = Scratch<T>(0, rows * cols);
       math::Gemm(true, false, rows, cols, ocg, T(1), wg, rows, dmat, cols, T(0), col, cols);
       for (int64_t b = 0; b < nb; ++b) {
-        Col2ImAdd(g, col + b * g.out_size(), cols, dx + InOffset(g, n0 + b, gi));
+        Col2ImAdd(g, taps, col + b * g.out_size(), cols, dx + InOffset(g, n0 + b, gi));
+      }
+    }
+  }
+}
+
+// Adds the compacted filter gradient dl [out_c/g, live rows] into group
+// gi's columns of dw.
+template <typename T>
+void ScatterFilterGrad(const ConvGeometry& g, const Taps& taps, const T* dl, int64_t gi, T* dw) {
+  const int64_t ocg = g.out_c_per_group(), full = g.col_rows(), kk = g.k_h * g.k_w;
+  const int64_t rows = LiveRows(g, taps), cg = g.in_c_per_group(), nt = taps.size();
+  T* dg = dw + gi * ocg * full;
+  for (int64_t o = 0; o < ocg; ++o) {
+    for (int64_t c = 0; c < cg; ++c) {
+      for (int64_t t = 0; t < nt; ++t) {
+        dg[o * full + c * kk + taps.kh[t] * g.k_w + taps.kw[t]] += dl[o * rows + c * nt + t];
       }
     }
   }
@@ -260,9 +328,11 @@ void ConvBackwardData(const ConvGeometry& g, const T* w, const T* dout, T* dx) {
 
 template <typename T>
 void ConvBackwardFilter(const ConvGeometry& g, const T* x, const T* dout, T* dw) {
-  const int64_t ocg = g.out_c_per_group(), rows = g.col_rows(), nb_max = BlockImages(g, sizeof(T));
-  std::fill(dw, dw + g.out_c * rows, T(0));
+  const int64_t ocg = g.out_c_per_group(), full = g.col_rows(), nb_max = BlockImages(g, sizeof(T));
+  std::fill(dw, dw + g.out_c * full, T(0));
   if (g.is_depthwise()) return DepthwiseBackward<T>(g, x, nullptr, dout, nullptr, dw);
+  const Taps taps = LiveTaps(g);
+  const int64_t rows = LiveRows(g, taps);
   for (int64_t n0 = 0; n0 < g.batch; n0 += nb_max) {
     const int64_t nb = std::min(nb_max, g.batch - n0), cols = nb * g.out_size();
     for (int64_t gi = 0; gi < g.groups; ++gi) {
@@ -272,9 +342,14 @@ void ConvBackwardFilter(const ConvGeometry& g, const T* x, const T* dout, T* dw)
         GatherOut(g, dout, n0, nb, gi, block);
         dmat = block;
       }
-      const T* col = Lower(g, x, n0, nb, gi);
-      math::Gemm(false, true, ocg, rows, cols, T(1), dmat, cols, col, cols, T(1),
-                 dw + gi * ocg * rows, rows);
+      const T* col = Lower(g, taps, x, n0, nb, gi);
+      if (taps.all) {
+        math::Gemm(false, true, ocg, rows, cols, T(1), dmat, cols, col, cols, T(1), dw + gi * ocg * rows, rows);
+        continue;
+      }
+      T* dl = Scratch<T>(3, ocg * rows);
+      math::Gemm(false, true, ocg, rows, cols, T(1), dmat, cols, col, cols, T(0), dl, rows);
+      ScatterFilterGrad(g, taps, dl, gi, dw);
     }
   }
 }

@@ -74,6 +74,10 @@ std::vector<ConvCase> ForwardGrid() {
       {.label = "SAME stride 2", .x = {2, 2, 7, 8}, .w = {3, 2, 3, 3}, .strides = {2, 2}, .algo = "SAME"},
       {.label = "VALID", .x = {1, 2, 6, 6}, .w = {2, 2, 3, 3}, .paddings = {5, 5}, .algo = "VALID"},
       {.label = "big batch blocks", .x = {40, 2, 3, 3}, .w = {3, 2, 3, 3}, .paddings = {1, 1}},
+      // Maps so small that some taps read only padding (left out of the GEMMs).
+      {.label = "1x1 map 3x3 pad 1", .x = {3, 4, 1, 1}, .w = {5, 4, 3, 3}, .paddings = {1, 1}},
+      {.label = "one column 3x3 pad 1", .x = {2, 2, 3, 1}, .w = {3, 2, 3, 3}, .paddings = {1, 1}},
+      {.label = "2x2 map 5x5 pad 2 groups 2", .x = {2, 4, 2, 2}, .w = {4, 2, 5, 5}, .paddings = {2, 2}, .groups = 2},
   };
 }
 
