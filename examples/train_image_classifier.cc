@@ -1,5 +1,7 @@
 #include "train_image_classifier.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -127,6 +129,14 @@ std::vector<double> Validate(Executor& exe, const Program& test, const Net& n, i
   return AllRanks(sums);
 }
 
+// CPU seconds this process has used (every thread, the reader's included).
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
 class Printer {
  public:
   explicit Printer(bool on) : on_(on) {}
@@ -178,18 +188,21 @@ int TrainImageClassifier(const ImageClassifierFlags& f, const fleet::RoleMaker& 
   std::unique_ptr<io::ImageNetReader> val;
   if (f.validate) val = std::make_unique<io::ImageNetReader>(ReaderOptions(f, false));
   nlohmann::json last;
-  double total_images = 0, total_secs = 0;
+  double total_images = 0, total_secs = 0, cpu_secs = 0;
+  int64_t total_steps = 0;
   const std::vector<std::string> fetch{net.loss.name(), net.acc1.name(), net.acc5.name(),
                                        momentum.learning_rate_var().name()};
   for (int epoch = 0; epoch < f.num_epochs; ++epoch) {
     train.StartEpoch(epoch);
     auto start = std::chrono::steady_clock::now();
+    const double cpu_start = CpuSeconds();
     int64_t images = 0;
     for (int64_t step = 0; step < steps; ++step) {
       auto batch = train.Next();
       if (!batch) break;
       auto out = exe.Run(fleet::main_program(), Feed(*batch), fetch);
       images += batch->image.dims()[0];
+      ++total_steps;
       if ((step + 1) % f.print_step == 0 || step + 1 == steps) {
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         print.Line("epoch ", epoch, " step ", step + 1, ": loss ", std::fixed, std::setprecision(4),
@@ -201,6 +214,7 @@ int TrainImageClassifier(const ImageClassifierFlags& f, const fleet::RoleMaker& 
     }
     total_images += double(images) * ranks;
     total_secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cpu_secs += CpuSeconds() - cpu_start;
     if (val) {
       auto v = Validate(exe, test, net, *val);
       last["val_loss"] = v[0] / v[3], last["val_top1"] = v[1] / v[3], last["val_top5"] = v[2] / v[3];
@@ -214,6 +228,7 @@ int TrainImageClassifier(const ImageClassifierFlags& f, const fleet::RoleMaker& 
   last["ranks"] = ranks;
   last["epochs"] = f.num_epochs;
   last["images_per_sec"] = total_secs > 0 ? total_images / total_secs : 0.0;
+  last["rank0_cpu_ms_per_step"] = total_steps > 0 ? 1e3 * cpu_secs / double(total_steps) : 0.0;
   print.Line(last.dump());
   return 0;
 }
