@@ -144,7 +144,8 @@ int SlurmPort(const std::string& job_id) {
   return 15000 + static_cast<int>(ParseInt(tail, "environment variable SLURM_JOB_ID"));
 }
 
-void ReadSlurm(FamilyReader r) {
+// The job's id, its nodes and the master derived from them.
+void ReadSlurmJob(FamilyReader& r) {
   const auto job = r.Var("SLURM_JOB_ID");
   if (job) r.Add(RoleField::kJobId, *job, "SLURM_JOB_ID");
   for (const char* var : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
@@ -156,17 +157,12 @@ void ReadSlurm(FamilyReader r) {
       r.Add(RoleField::kMaster, StrCat(hosts.front(), ":", SlurmPort(*job)),
             StrCat(var, " (first host), port 15000 + SLURM_JOB_ID's last 4 digits"));
     }
-    break;
+    return;
   }
-  // Task identity only inside a job step (srun): the batch script itself is
-  // not a task, though Slurm gives it SLURM_PROCID=0 and the allocation's
-  // counts.
-  if (!r.Var("SLURM_STEP_ID") && !r.Var("SLURM_STEPID")) return;
-  r.Int(RoleField::kRank, {"SLURM_PROCID"});
-  r.Int(RoleField::kWorldSize, {"SLURM_NTASKS", "SLURM_NPROCS"});
-  r.Int(RoleField::kLocalRank, {"SLURM_LOCALID"});
-  r.Int(RoleField::kNodeRank, {"SLURM_NODEID"});
-  r.Int(RoleField::kNnodes, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
+}
+
+// Tasks on this node: the per-node counts ("2(x3),1") at SLURM_NODEID.
+void ReadSlurmLocalSize(FamilyReader& r) {
   const auto node = r.Var("SLURM_NODEID");
   for (const char* var : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
     auto text = r.Var(var);
@@ -176,8 +172,22 @@ void ReadSlurm(FamilyReader r) {
     FLOTILLA_CHECK(index >= 0 && index < static_cast<int64_t>(counts.size()), InvalidArgument,
                    "environment variable SLURM_NODEID=", *node, " is outside ", var, "=", *text);
     r.Add(RoleField::kLocalWorldSize, std::to_string(counts[index]), var);
-    break;
+    return;
   }
+}
+
+void ReadSlurm(FamilyReader r) {
+  ReadSlurmJob(r);
+  // Task identity only inside a job step (srun): the batch script itself is
+  // not a task, though Slurm gives it SLURM_PROCID=0 and the allocation's
+  // counts.
+  if (!r.Var("SLURM_STEP_ID") && !r.Var("SLURM_STEPID")) return;
+  r.Int(RoleField::kRank, {"SLURM_PROCID"});
+  r.Int(RoleField::kWorldSize, {"SLURM_NTASKS", "SLURM_NPROCS"});
+  r.Int(RoleField::kLocalRank, {"SLURM_LOCALID"});
+  r.Int(RoleField::kNodeRank, {"SLURM_NODEID"});
+  r.Int(RoleField::kNnodes, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
+  ReadSlurmLocalSize(r);
 }
 
 void ReadMpi(FamilyReader r) {
