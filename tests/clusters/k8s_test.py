@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -62,6 +63,7 @@ class PodSimulation(unittest.TestCase):
                 aliases[name] = i
         hosts = Hosts([p.name for p in pods], aliases)
         work = tempfile.mkdtemp(prefix="flotilla-k8s-")
+        self.addCleanup(shutil.rmtree, work, True)
         procs = []
         try:
             for i, pod in enumerate(pods):
