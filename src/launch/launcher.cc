@@ -3,6 +3,7 @@
 #include <iostream>
 #include <thread>
 
+#include "comm/shm/shm_names.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
@@ -34,7 +35,24 @@ void WriteEndpointsLog(const std::string& log_dir, const ClusterSpec& spec) {
   WriteFileAtomic(log_dir + "/endpoints.log", EndpointsLog(spec));
 }
 
-std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec) {
+// Removes this job's shared-memory segments when the launcher leaves Launch,
+// however it leaves (a child killed during setup cannot), and those of dead
+// jobs when it starts.
+class ShmSweeper {
+ public:
+  explicit ShmSweeper(const std::string& job) : key_(comm::shm::JobKeyOfThisProcess(job)) {
+    comm::shm::RemoveStaleSegments();
+  }
+  ~ShmSweeper() { Sweep(); }
+  void Sweep() const { comm::shm::RemoveJobSegments(key_); }
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_;
+};
+
+std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec,
+                                                        const std::string& shm_key) {
   const auto inherited = CurrentEnvironment();
   const auto local = spec.LocalProcesses();
   const EnvList threads = ThreadDefaults(inherited, static_cast<int>(local.size()),
@@ -43,6 +61,7 @@ std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec)
   for (const auto& p : local) {
     EnvList env = ContractEnv(spec, p);
     env.insert(env.end(), threads.begin(), threads.end());
+    env.emplace_back("FLOTILLA_SHM_JOB", shm_key);
     envs.push_back(ChildEnvironment(inherited, env));
   }
   return envs;
@@ -93,6 +112,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
   supervise.poll_interval = std::min(options.poll_interval, std::chrono::milliseconds(100));
   supervise.relay_to_console = !options.quiet;
   Supervisor supervisor(supervise, signals);
+  const ShmSweeper shm(options.job_id);
   // Fixed-size jobs run one world; elastic jobs join again when theirs changed.
   while (true) {
     World world = rendezvous->Join(plan_node);
@@ -103,12 +123,13 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     RunResult result;
     try {
       result = supervisor.Run(world.spec, options.command, *world.channel,
-                              ChildEnvironments(world.spec));
+                              ChildEnvironments(world.spec, shm.key()));
     } catch (const std::exception& e) {
       world.channel->Abort({world.spec.node_index, 1, e.what()});
       world.channel->Finish();
       throw;
     }
+    shm.Sweep();  // every child of this world has exited
     int code = Finish(world.spec, result);
     const bool again = result.launcher_signal == 0 && world.channel->Restart(code);
     world.channel->Finish();

@@ -16,6 +16,10 @@
 //   --exit CODE[@TAG]    exit with CODE
 //   --signal NAME[@TAG]  raise signal NAME (KILL, SEGV, TERM, ...)
 //   --sleep S[@TAG]      then sleep S seconds and exit 0
+//   --shm_setup go[@TAG] join a shared-memory group of every trainer through the
+//                        PADDLE_MASTER store (blocks until all have mapped it)
+//   --shm_created go[@TAG]  wait until rank 0 has created that group's segment
+//                        and write its name to DIR/shm_name
 // Before an --exit/--signal it writes DIR/death.TAG with the wall-clock time
 // in nanoseconds, so benchmarks can time the launcher's reaction.
 #include <arpa/inet.h>
@@ -36,6 +40,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/shm/shm_backend.h"
+#include "flotilla/comm/prefix_store.h"
 #include "flotilla/comm/tcp_store.h"
 
 extern char** environ;
@@ -112,6 +118,24 @@ std::string StoreBarrier(const std::string& tag) {
   }
 }
 
+std::shared_ptr<flotilla::comm::Store> ShmStore() {
+  return std::make_shared<flotilla::comm::PrefixStore>("probe_shm",
+                                                       flotilla::comm::ConnectStore(Env("PADDLE_MASTER")));
+}
+
+void ShmSetup() {
+  auto store = ShmStore();
+  flotilla::comm::shm::ShmBackend shm(*store, std::atoi(Env("PADDLE_TRAINER_ID").c_str()),
+                                      std::atoi(Env("PADDLE_TRAINERS_NUM").c_str()), {});
+}
+
+// The segment's name, as rank 0 publishes it for the others.
+std::string ShmCreated() {
+  auto store = ShmStore();
+  store->wait({"shm/name"}, std::chrono::seconds(60));
+  return store->getString("shm/name");
+}
+
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path + ".tmp") << text;
   std::rename((path + ".tmp").c_str(), path.c_str());
@@ -186,6 +210,10 @@ int main(int argc, char** argv) {
       if (k == "--exit") std::exit(std::atoi(mine->c_str()));
       signal(SignalNumber(*mine), SIG_DFL);
       raise(SignalNumber(*mine));
+    } else if (k == "--shm_setup") {
+      if (ForMe(v, tag)) ShmSetup();
+    } else if (k == "--shm_created") {
+      if (ForMe(v, tag)) WriteFile(out + "/shm_name", ShmCreated());
     } else if (k == "--sleep") {
       if (auto mine = ForMe(v, tag)) Sleep(std::atof(mine->c_str()));
     }

@@ -7,9 +7,9 @@
 
 #include <cstring>
 #include <algorithm>
-#include <random>
 
 #include "comm/rendezvous.h"
+#include "comm/shm/shm_names.h"
 #include "flotilla/common/enforce.h"
 
 namespace flotilla::comm::shm {
@@ -18,14 +18,6 @@ namespace {
 constexpr size_t kMB = 1 << 20;
 
 size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-std::string UniqueName() {
-  std::random_device rd;
-  uint64_t r = (uint64_t(rd()) << 32) | rd();
-  char buf[64];
-  snprintf(buf, sizeof(buf), "/flotilla-%d-%016llx", int(::getpid()), (unsigned long long)r);
-  return buf;
-}
 
 // Removes the segment's name when setup ends, however it ends.
 struct Unlinker {
@@ -80,7 +72,8 @@ std::unique_ptr<ShmSegment> ShmSegment::Open(Store& store, int rank, int size,
   std::vector<std::string> attached(size);
   for (int r = 1; r < size; ++r) attached[r] = "shm/attached/" + std::to_string(r);
   if (rank == 0) {
-    std::string name = UniqueName();
+    RemoveStaleSegments();
+    std::string name = NewSegmentName();
     FdCloser fd{::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)};
     FLOTILLA_CHECK(fd.fd >= 0, Unavailable, "cannot create shared memory ", name, ": ",
                    std::strerror(errno));
