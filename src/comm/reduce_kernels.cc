@@ -1,17 +1,32 @@
 #include "comm/reduce_kernels.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+// One clone per instruction-set level; the loader's ifunc resolver picks one.
+#define FLOTILLA_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FLOTILLA_KERNEL
+#endif
+#define FLOTILLA_INLINE [[gnu::always_inline]] inline
 
 namespace flotilla::comm {
 namespace {
 
+// Elements per block of ReduceMany: a few KB, so a block's partial result
+// stays in L1 while the remaining sources are folded in.
+constexpr size_t kBlockBytes = 4096;
+
 template <typename T, typename F>
-void Apply(T* dst, const T* a, const T* b, size_t n, F f) {
+FLOTILLA_INLINE void Apply(T* dst, const T* a, const T* b, size_t n, F f) {
   for (size_t i = 0; i < n; ++i) dst[i] = f(a[i], b[i]);
 }
 
 template <typename T>
-void ReduceTyped(T* dst, const T* a, const T* b, size_t n, ReduceOp op) {
+FLOTILLA_INLINE void ReduceTyped(T* dst, const T* a, const T* b, size_t n, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
@@ -25,11 +40,96 @@ void ReduceTyped(T* dst, const T* a, const T* b, size_t n, ReduceOp op) {
   }
 }
 
+template <typename T>
+FLOTILLA_INLINE void DivideTyped(T* p, size_t n, T d) {
+  for (size_t i = 0; i < n; ++i) p[i] /= d;
+}
+
+template <typename T>
+FLOTILLA_KERNEL void ReduceIntoT(T* dst, const T* a, const T* b, size_t n, ReduceOp op) {
+  ReduceTyped(dst, a, b, n, op);
+}
+
+template <typename T>
+FLOTILLA_KERNEL void DivideByT(T* p, size_t n, T d) {
+  DivideTyped(p, n, d);
+}
+
+void StreamCopy(char* dst, const char* src, size_t bytes) {
+#if defined(__x86_64__)
+  // Align the destination to 16 bytes, stream whole 64-byte lines, finish
+  // with ordinary stores.
+  size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16);
+  std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  std::memcpy(dst + i, src + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+void StoreFence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
+
+// One block of ReduceMany: the partial result goes to `acc` (dst itself, or
+// an L1 buffer when streaming), then out to the destinations.
+template <typename T>
+FLOTILLA_INLINE void ReduceBlock(const ReduceArgs& r, bool via_tmp, size_t first, size_t n,
+                                 T* tmp) {
+  auto src = [&](int s) { return static_cast<const T*>(r.srcs[s]) + first; };
+  T* dst = static_cast<T*>(r.dst) + first;
+  T* acc = via_tmp ? tmp : dst;
+  if (r.nsrc == 1) {
+    if (acc != src(0)) std::memcpy(acc, src(0), n * sizeof(T));
+  } else {
+    ReduceTyped(acc, src(0), src(1), n, r.op);
+  }
+  for (int s = 2; s < r.nsrc; ++s) ReduceTyped(acc, acc, src(s), n, r.op);
+  if (r.op == ReduceOp::kAvg && r.divisor > 1) DivideTyped(acc, n, static_cast<T>(r.divisor));
+  if (r.stream) {
+    StreamCopy(reinterpret_cast<char*>(dst), reinterpret_cast<char*>(acc), n * sizeof(T));
+  } else if (via_tmp) {
+    std::memcpy(dst, acc, n * sizeof(T));
+  }
+  if (r.dst2) std::memcpy(static_cast<T*>(r.dst2) + first, acc, n * sizeof(T));
+}
+
+template <typename T>
+FLOTILLA_KERNEL void ReduceManyT(const ReduceArgs& r) {
+  constexpr size_t kBlock = kBlockBytes / sizeof(T);
+  alignas(64) T tmp[kBlock];
+  // Two sources, one destination: one pass, no blocking needed.
+  if (r.nsrc == 2 && !r.dst2 && !r.stream && r.op != ReduceOp::kAvg) {
+    return ReduceTyped(static_cast<T*>(r.dst), static_cast<const T*>(r.srcs[0]),
+                       static_cast<const T*>(r.srcs[1]), r.count, r.op);
+  }
+  // The partial result may not overwrite a source still to be read: one
+  // after the first pass (which reads both its sources before it writes).
+  bool via_tmp = r.stream;
+  for (int s = 2; s < r.nsrc; ++s) via_tmp |= r.srcs[s] == r.dst;
+  for (size_t first = 0; first < r.count; first += kBlock) {
+    ReduceBlock<T>(r, via_tmp, first, std::min(kBlock, r.count - first), tmp);
+  }
+}
+
 }  // namespace
 
 void ReduceInto(void* dst, const void* a, const void* b, size_t count, DType dtype, ReduceOp op) {
   VisitDType(dtype, [&]<typename T>() {
-    ReduceTyped(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count,
+    ReduceIntoT(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count,
                 op);
   });
 }
@@ -37,10 +137,32 @@ void ReduceInto(void* dst, const void* a, const void* b, size_t count, DType dty
 void DivideBy(void* data, size_t count, DType dtype, int divisor) {
   if (divisor == 1) return;
   VisitDType(dtype, [&]<typename T>() {
-    T* p = static_cast<T*>(data);
-    const T d = static_cast<T>(divisor);
-    for (size_t i = 0; i < count; ++i) p[i] /= d;
+    DivideByT(static_cast<T*>(data), count, static_cast<T>(divisor));
   });
+}
+
+void ReduceMany(const ReduceArgs& args) {
+  if (args.count == 0) return;
+  VisitDType(args.dtype, [&]<typename T>() { ReduceManyT<T>(args); });
+  if (args.stream) StoreFence();
+}
+
+void CopyBytes(void* dst, const void* src, size_t bytes, bool stream) {
+  if (!stream) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  StreamCopy(static_cast<char*>(dst), static_cast<const char*>(src), bytes);
+  StoreFence();
+}
+
+const char* KernelIsa() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return "avx512";
+  if (__builtin_cpu_supports("avx2")) return "avx2";
+#endif
+  return "baseline";
 }
 
 }  // namespace flotilla::comm
