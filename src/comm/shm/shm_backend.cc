@@ -1,100 +1,49 @@
 #include "comm/shm/shm_backend.h"
 
-#include <sched.h>
-#include <time.h>
-
 #include <cstring>
-#include <vector>
 
-#include "comm/derived_ops.h"
 #include "comm/reduce_kernels.h"
-#include "comm/rendezvous.h"
+#include "comm/shm/shm_jobs.h"
 #include "flotilla/common/enforce.h"
-#include "flotilla/common/logging.h"
 
 namespace flotilla::comm::shm {
-
-using Clock = std::chrono::steady_clock;
-
 namespace {
 
-constexpr size_t kChunkBytes = 256 * 1024;
+// Allreduces up to this size take one flag round; larger ones pipeline.
 constexpr size_t kSmallBytes = 32 * 1024;
-constexpr int kSpinIterations = 4000;
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+WaitOptions WaitOptionsFor(const ShmOptions& o, int size) {
+  WaitOptions w;
+  w.timeout = o.timeout;
+  w.stall_warning_after = o.stall_warning_after;
+  w.spin = o.spin.count() < 0 ? DefaultSpin(size) : o.spin;
+  return w;
 }
 
 }  // namespace
 
-// The chunks of one round: region t spans elements [start(t), start(t+1)).
-struct ShmBackend::Region {
-  size_t count, n, esize, chunk_elems, chunks;
-  size_t start(size_t t) const { return count * t / n; }
-  // Element range of chunk j of region t (possibly empty).
-  std::pair<size_t, size_t> range(size_t t, size_t j) const {
-    size_t a = std::min(start(t) + j * chunk_elems, start(t + 1));
-    size_t b = std::min(a + chunk_elems, start(t + 1));
-    return {a, b};
-  }
-};
-
 ShmBackend::ShmBackend(Store& store, int rank, int size, ShmOptions options)
-    : rank_(rank), size_(size), options_(options) {
+    : rank_(rank),
+      size_(size),
+      options_(options),
+      caches_(CacheSizes::Detect()),
+      waiter_(rank, size, WaitOptionsFor(options, size), [this](int r) {
+        return int64_t(seg_->control(r).pid.value.load(std::memory_order_relaxed));
+      }) {
   FLOTILLA_ENFORCE(rank >= 0 && rank < size, "shm backend: rank ", rank, " outside group of ",
                    size);
-  seg_ = ShmSegment::Open(store, rank, size, options.timeout, options.stall_warning_after);
+  seg_ = ShmSegment::Open(store, rank, size, caches_, options.timeout,
+                          options.stall_warning_after);
+  srcs_.resize(size);
 }
 
-// ---- waiting ----
-
-std::vector<int> ShmBackend::NotReady(const std::function<bool(int)>& ready) const {
-  std::vector<int> missing;
-  for (int s = 0; s < size_; ++s) {
-    if (!ready(s)) missing.push_back(s);
-  }
-  return missing;
+ShmStats ShmBackend::stats() const {
+  ShmStats s = stats_;
+  s.wait = waiter_.stats();
+  return s;
 }
 
-void ShmBackend::AwaitSlow(const char* what, const std::function<bool(int)>& ready) {
-  auto start = Clock::now();
-  auto deadline = start + options_.timeout;
-  auto next_check = start + std::chrono::milliseconds(20);
-  bool warned = false;
-  for (uint64_t iter = 0;; ++iter) {
-    bool all = true;
-    for (int s = 0; s < size_ && all; ++s) all = ready(s);
-    if (all) return;
-    if (iter < kSpinIterations) {
-      CpuRelax();
-      continue;
-    }
-    auto now = Clock::now();
-    if (now - start < std::chrono::milliseconds(2)) {
-      sched_yield();
-    } else {
-      timespec nap{0, 50 * 1000};
-      nanosleep(&nap, nullptr);
-    }
-    if (now < next_check) continue;
-    next_check = now + std::chrono::milliseconds(20);
-    std::vector<int> missing = NotReady(ready);
-    for (int s : missing) {
-      int64_t pid = seg_->control(s).pid.value.load(std::memory_order_relaxed);
-      FLOTILLA_CHECK(!ProcessIsDead(pid), Unavailable, "shm ", what, " on rank ", rank_, ": rank ",
-                     s, " (pid ", pid, ") died");
-    }
-    FLOTILLA_CHECK(now < deadline, DeadlineExceeded, "shm ", what, " on rank ", rank_, ": ranks ",
-                   RankList(missing), " did not arrive within ", options_.timeout.count(), "ms");
-    if (!warned && now - start >= options_.stall_warning_after) {
-      warned = true;
-      log::Warn("shm {} on rank {}: still waiting for ranks {}", what, rank_, RankList(missing));
-    }
-  }
-}
+// ---- rounds ----
 
 void ShmBackend::BeginRound() {
   ++round_;
@@ -103,188 +52,172 @@ void ShmBackend::BeginRound() {
   // rank's post then, there is nothing to wait for (and no cache line of a
   // peer to fetch on the latency path).
   if (round_ <= 2 || synced_round_ == round_ - 1) return;
-  const uint64_t need = round_ - 2;
-  Await("slot reuse", [&](int s) {
-    return seg_->control(s).finished.value.load(std::memory_order_acquire) >= need;
-  });
+  Await("slot reuse", round_ - 2, [&](int s) { return &seg_->control(s).finished; });
 }
 
-void ShmBackend::EndRound() {
-  seg_->control(rank_).finished.value.store(round_, std::memory_order_release);
+void ShmBackend::EndRound() { Publish(seg_->control(rank_).finished, round_); }
+
+char* ShmBackend::Piece(int rank, size_t step, int piece, size_t chunk) const {
+  return seg_->slot(rank, round_) + ((step % kDepth) * size_ + piece) * chunk;
 }
 
-// ---- allreduce ----
+void ShmBackend::AwaitRanks(const char* what, Counter RankControl::*field, uint64_t target,
+                            const std::vector<char>& ranks) {
+  Await(what, target,
+        [&](int s) -> const Counter* { return ranks[s] ? &(seg_->control(s).*field) : nullptr; });
+}
+
+// ---- allreduce and the other reductions ----
 
 void ShmBackend::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
   if (size_ == 1 || count == 0) return;
   const size_t es = SizeOf(dtype);
   char* p = static_cast<char*>(data);
-  if (count * es <= kSmallBytes) return AllreduceSmall(p, count, dtype, op);
-  const size_t piece = seg_->layout().slot_half / es;
-  for (size_t base = 0; base < count; base += piece) {
-    AllreduceRound(p + base * es, std::min(piece, count - base), dtype, op);
+  if (count * es <= kSmallBytes) {
+    BeginRound();
+    char* mine = seg_->slot(rank_, round_);
+    std::memcpy(mine, p, count * es);
+    const uint64_t tag = Tag(round_, 1);
+    Publish(seg_->control(rank_).posted, tag);
+    Await("allreduce", tag, [&](int s) { return &seg_->control(s).posted; });
+    synced_round_ = round_;
+    // Sources in rank order, all from the slots: every rank adds alike.
+    for (int s = 0; s < size_; ++s) srcs_[s] = seg_->slot(s, round_);
+    ReduceMany({p, nullptr, srcs_.data(), size_, count, dtype, op, size_, false});
+    EndRound();
+    return;
   }
+  ReduceJob job;
+  job.what = "allreduce";
+  job.in = job.out = p;
+  job.dtype = dtype;
+  job.op = op;
+  job.esize = es;
+  job.in_bytes = count * es;
+  SplitRegions(job, count);
+  ReducePipelined(job);
 }
 
-void ShmBackend::AllreduceSmall(char* data, size_t count, DType dtype, ReduceOp op) {
-  BeginRound();
-  const size_t bytes = count * SizeOf(dtype);
-  std::memcpy(seg_->slot(rank_, round_), data, bytes);
-  const uint64_t tag = Tag(round_, 1);
-  seg_->control(rank_).posted.value.store(tag, std::memory_order_release);
-  Await("allreduce", [&](int s) {
-    return seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
-  });
-  synced_round_ = round_;
-  if (size_ == 2) {
-    // Every op is commutative, so both ranks compute identical bits.
-    ReduceInto(data, data, seg_->slot(1 - rank_, round_), count, dtype, op);
-  } else {
-    ReduceInto(data, seg_->slot(0, round_), seg_->slot(1, round_), count, dtype, op);
-    for (int s = 2; s < size_; ++s) ReduceInto(data, data, seg_->slot(s, round_), count, dtype, op);
-  }
-  if (op == ReduceOp::kAvg) DivideBy(data, count, dtype, size_);
-  EndRound();
-}
-
-void ShmBackend::AllreduceRound(char* data, size_t count, DType dtype, ReduceOp op) {
-  BeginRound();
+void ShmBackend::reduce_scatter(const void* in, void* out, size_t count, DType dtype,
+                                ReduceOp op) {
   const size_t es = SizeOf(dtype);
-  Region rg{count, size_t(size_), es, kChunkBytes / es, 0};
-  rg.chunks = (rg.start(1) + rg.chunk_elems - 1) / rg.chunk_elems;
-  for (size_t t = 1; t < rg.n; ++t) {
-    size_t len = rg.start(t + 1) - rg.start(t);
-    rg.chunks = std::max(rg.chunks, (len + rg.chunk_elems - 1) / rg.chunk_elems);
+  if (count == 0) return;
+  if (size_ == 1) {
+    std::memcpy(out, in, count * es);
+    return;
   }
-  char* mine = seg_->slot(rank_, round_);
-  for (size_t j = 0; j < rg.chunks + 2; ++j) {
-    if (j < rg.chunks) {
-      for (int t = 0; t < size_; ++t) {
-        if (t == rank_) continue;
-        auto [a, b] = rg.range(t, j);
-        std::memcpy(mine + a * es, data + a * es, (b - a) * es);
-      }
-      seg_->control(rank_).posted.value.store(Tag(round_, j + 1), std::memory_order_release);
-    }
-    if (j >= 1 && j <= rg.chunks) ReduceChunk(data, rg, j - 1, dtype, op);
-    if (j >= 2) GatherChunk(data, rg, j - 2);
+  ReduceJob job;
+  job.what = "reduce_scatter";
+  job.in = static_cast<const char*>(in);
+  job.out = static_cast<char*>(out);
+  job.dtype = dtype;
+  job.op = op;
+  job.esize = es;
+  job.in_bytes = count * es * size_;
+  for (int r = 0; r < size_; ++r) {
+    job.in_off.push_back(r * count * es);
+    job.out_off.push_back(0);
+    job.len.push_back(count);
   }
-  // Reducing our (never empty) region waited for every rank's posts.
+  job.gatherer = ReduceJob::kNone;
+  Reduction(job);
+}
+
+void ShmBackend::reduce(void* data, size_t count, DType dtype, ReduceOp op, int root) {
+  FLOTILLA_ENFORCE(root >= 0 && root < size_, "reduce root ", root, " outside group of ", size_);
+  if (size_ == 1 || count == 0) return;
+  const size_t es = SizeOf(dtype);
+  ReduceJob job;
+  job.what = "reduce";
+  job.in = job.out = static_cast<char*>(data);
+  job.dtype = dtype;
+  job.op = op;
+  job.esize = es;
+  job.in_bytes = count * es;
+  SplitRegions(job, count);
+  job.keep_own = rank_ == root;
+  job.gatherer = root;
+  Reduction(job);
+}
+
+// Region r of a `count`-element buffer, for rank r: regions start on cache
+// lines, so every chunk does.
+void ShmBackend::SplitRegions(ReduceJob& job, size_t count) const {
+  const size_t line = kLineBytes / job.esize;
+  size_t start = 0;
+  for (int r = 0; r < size_; ++r) {
+    size_t end = r + 1 == size_ ? count : RoundDown(count * (r + 1) / size_, line);
+    end = std::max(end, start);
+    job.in_off.push_back(start * job.esize);
+    job.out_off.push_back(start * job.esize);
+    job.len.push_back(end - start);
+    start = end;
+  }
+}
+
+void ShmBackend::Reduction(const ReduceJob& job) {
+  if (job.in_bytes <= kSmallBytes) return ReduceSmall(job);
+  ReducePipelined(job);
+}
+
+void ShmBackend::ReduceSmall(const ReduceJob& job) {
+  BeginRound();
+  std::memcpy(seg_->slot(rank_, round_), job.in, job.in_bytes);
+  const uint64_t tag = Tag(round_, 1);
+  Publish(seg_->control(rank_).posted, tag);
+  Await(job.what, tag, [&](int s) { return &seg_->control(s).posted; });
   synced_round_ = round_;
+  for (int r = 0; r < size_; ++r) {
+    const bool needed = r == rank_ ? job.keep_own : job.Gathers(rank_);
+    if (!needed || job.len[r] == 0) continue;
+    for (int s = 0; s < size_; ++s) srcs_[s] = seg_->slot(s, round_) + job.in_off[r];
+    ReduceMany({job.out + job.out_off[r], nullptr, srcs_.data(), size_, job.len[r], job.dtype,
+                job.op, size_, false});
+  }
   EndRound();
 }
 
-void ShmBackend::ReduceChunk(char* data, const Region& rg, size_t j, DType dtype, ReduceOp op) {
-  auto [a, b] = rg.range(rank_, j);
-  if (a < b) {
-    const uint64_t tag = Tag(round_, j + 1);
-    Await("allreduce", [&](int s) {
-      return s == rank_ || seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
-    });
-    const size_t off = a * rg.esize, n = b - a;
-    auto src = [&](int s) -> const char* {
-      return (s == rank_ ? data : seg_->slot(s, round_)) + off;
-    };
-    char* dst = seg_->slot(rank_, round_) + off;
-    ReduceInto(dst, src(0), src(1), n, dtype, op);
-    for (int s = 2; s < size_; ++s) ReduceInto(dst, dst, src(s), n, dtype, op);
-    if (op == ReduceOp::kAvg) DivideBy(dst, n, dtype, size_);
-    std::memcpy(data + off, dst, n * rg.esize);
-  }
-  seg_->control(rank_).reduced.value.store(Tag(round_, j + 1), std::memory_order_release);
-}
-
-void ShmBackend::GatherChunk(char* data, const Region& rg, size_t j) {
-  const uint64_t tag = Tag(round_, j + 1);
-  for (int t = 0; t < size_; ++t) {
-    auto [a, b] = rg.range(t, j);
-    if (t == rank_ || a == b) continue;
-    Await("allreduce", [&](int s) {
-      return s != t || seg_->control(s).reduced.value.load(std::memory_order_acquire) >= tag;
-    });
-    std::memcpy(data + a * rg.esize, seg_->slot(t, round_) + a * rg.esize, (b - a) * rg.esize);
-  }
-}
-
-// ---- broadcast / allgather / derived ops ----
+// ---- broadcast / allgather ----
 
 void ShmBackend::broadcast(void* data, size_t count, DType dtype, int root) {
   FLOTILLA_ENFORCE(root >= 0 && root < size_, "broadcast root ", root, " outside group of ", size_);
   if (size_ == 1 || count == 0) return;
-  const size_t bytes = count * SizeOf(dtype);
-  const size_t piece = seg_->layout().slot_half;
-  char* p = static_cast<char*>(data);
-  for (size_t base = 0; base < bytes; base += piece) {
-    BroadcastRound(p + base, std::min(piece, bytes - base), root);
-  }
-}
-
-void ShmBackend::BroadcastRound(char* data, size_t bytes, int root) {
-  BeginRound();
-  char* slot = seg_->slot(root, round_);
-  const size_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
-  for (size_t j = 0; j < chunks; ++j) {
-    const size_t off = j * kChunkBytes, n = std::min(kChunkBytes, bytes - off);
-    const uint64_t tag = Tag(round_, j + 1);
-    if (rank_ == root) {
-      std::memcpy(slot + off, data + off, n);
-      seg_->control(root).posted.value.store(tag, std::memory_order_release);
-    } else {
-      Await("broadcast", [&](int s) {
-        return s != root || seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
-      });
-      std::memcpy(data + off, slot + off, n);
-    }
-  }
-  EndRound();
+  SendJob job;
+  job.what = "broadcast";
+  job.sources.assign(size_, 0);
+  job.sources[root] = 1;
+  job.in = static_cast<const char*>(data);
+  job.out = static_cast<char*>(data);
+  job.bytes = count * SizeOf(dtype);
+  job.out_off.assign(size_, 0);
+  SendPipelined(job);
 }
 
 void ShmBackend::allgather(const void* in, void* out, size_t count, DType dtype) {
   if (count == 0) return;
   const size_t bytes = count * SizeOf(dtype);
-  const size_t piece = seg_->layout().slot_half;
-  for (size_t base = 0; base < bytes; base += piece) {
-    AllgatherRound(static_cast<const char*>(in) + base, static_cast<char*>(out) + base,
-                   std::min(piece, bytes - base), bytes);
+  if (size_ == 1) {
+    std::memcpy(out, in, bytes);
+    return;
   }
+  SendJob job;
+  job.what = "allgather";
+  job.sources.assign(size_, 1);
+  job.in = static_cast<const char*>(in);
+  job.out = static_cast<char*>(out);
+  job.bytes = bytes;
+  for (int r = 0; r < size_; ++r) job.out_off.push_back(r * bytes);
+  SendPipelined(job);
 }
 
-void ShmBackend::AllgatherRound(const char* in, char* out, size_t bytes, size_t stride) {
-  std::memcpy(out + rank_ * stride, in, bytes);
-  if (size_ == 1) return;
-  BeginRound();
-  std::memcpy(seg_->slot(rank_, round_), in, bytes);
-  const uint64_t tag = Tag(round_, 1);
-  seg_->control(rank_).posted.value.store(tag, std::memory_order_release);
-  Await("allgather", [&](int s) {
-    return seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
-  });
-  synced_round_ = round_;
-  for (int t = 0; t < size_; ++t) {
-    if (t != rank_) std::memcpy(out + t * stride, seg_->slot(t, round_), bytes);
-  }
-  EndRound();
-}
-
-void ShmBackend::reduce_scatter(const void* in, void* out, size_t count, DType dtype,
-                               ReduceOp op) {
-  ReduceScatterViaAllreduce(*this, rank_, size_, in, out, count, dtype, op);
-}
-
-// A dedicated reduce would save little: the allreduce is already the
-// bandwidth-optimal pattern here.
-void ShmBackend::reduce(void* data, size_t count, DType dtype, ReduceOp op, int root) {
-  ReduceViaAllreduce(*this, size_, data, count, dtype, op, root);
-}
+// ---- barrier ----
 
 void ShmBackend::barrier() {
   if (size_ == 1) return;
   BeginRound();
   const uint64_t tag = Tag(round_, 1);
-  seg_->control(rank_).posted.value.store(tag, std::memory_order_release);
-  Await("barrier", [&](int s) {
-    return seg_->control(s).posted.value.load(std::memory_order_acquire) >= tag;
-  });
+  Publish(seg_->control(rank_).posted, tag);
+  Await("barrier", tag, [&](int s) { return &seg_->control(s).posted; });
   synced_round_ = round_;
   EndRound();
 }
@@ -299,13 +232,11 @@ void ShmBackend::send(const void* data, size_t bytes, int peer, uint32_t tag) {
   size_t off = 0;
   do {
     const uint64_t seq = ch.sent.value.load(std::memory_order_relaxed);
-    Await("send", [&](int s) {
-      return s != peer || ch.acked.value.load(std::memory_order_acquire) >= seq;
-    });
+    Await("send", seq, [&](int s) { return s == peer ? &ch.acked : nullptr; });
     const size_t n = std::min(cap, bytes - off);
-    std::memcpy(buf, static_cast<const char*>(data) + off, n);
+    if (n) std::memcpy(buf, static_cast<const char*>(data) + off, n);  // data may be null at 0
     ch.header.value.store((uint64_t(tag) << 32) | n, std::memory_order_relaxed);
-    ch.sent.value.store(seq + 1, std::memory_order_release);
+    Publish(ch.sent, seq + 1);
     off += n;
   } while (off < bytes);
 }
@@ -318,17 +249,15 @@ void ShmBackend::recv(void* data, size_t bytes, int peer, uint32_t tag) {
   size_t off = 0;
   do {
     const uint64_t seq = ch.acked.value.load(std::memory_order_relaxed);
-    Await("recv", [&](int s) {
-      return s != peer || ch.sent.value.load(std::memory_order_acquire) > seq;
-    });
+    Await("recv", seq + 1, [&](int s) { return s == peer ? &ch.sent : nullptr; });
     const uint64_t header = ch.header.value.load(std::memory_order_relaxed);
     const size_t n = std::min(cap, bytes - off);
     FLOTILLA_ENFORCE(uint32_t(header >> 32) == tag && (header & 0xffffffffu) == n,
                      "recv on rank ", rank_, " from rank ", peer, ": expected tag ", tag, " and ",
                      bytes, " bytes, got tag ", uint32_t(header >> 32), " with a ",
                      (header & 0xffffffffu), "-byte chunk");
-    std::memcpy(static_cast<char*>(data) + off, buf, n);
-    ch.acked.value.store(seq + 1, std::memory_order_release);
+    if (n) std::memcpy(static_cast<char*>(data) + off, buf, n);
+    Publish(ch.acked, seq + 1);
     off += n;
   } while (off < bytes);
 }

@@ -1,26 +1,33 @@
 // ShmBackend: collectives among the ranks of one host through a shared
 // memory segment; no sockets once set up.
 //
-// Allreduce of a large buffer runs in rounds of up to one slot half. In a
-// round each rank owns one region of the buffer. Chunk by chunk (256 KB) it
-// copies the regions other ranks own into its slot and publishes a counter;
-// it reduces its own region straight from its input and the peers' slots,
-// and the peers copy the result out of its slot. Copy-in, reduce and gather
-// of successive chunks are pipelined, so every core streams memory at once
-// and each byte is copied into shared memory once. Small buffers take one
-// flag round instead: everyone posts its whole input and reduces all slots
-// in rank order (so every rank gets bit-identical results).
+// Small messages (up to one slot half) take one flag round: every rank posts
+// its whole input in its slot, raises a flag, and reads the others' slots.
 //
-// Waiting spins briefly, then yields, then sleeps in short naps; while
-// waiting it checks the deadline and whether the awaited ranks' processes
-// are still alive, so a dead peer fails the call within milliseconds.
+// Large reductions (allreduce, reduce_scatter, reduce) are a pipelined
+// reduce-scatter (+ gather): rank r owns region r of the buffer. Step j of
+// the pipeline moves chunk j of every region: each rank copies its input for
+// the regions others own into a cell of its ring (copy-in); each owner reduces
+// its chunk from its own input and the peers' cells in rank order, writing the
+// result into its buffer and, when others need it, into its cell (reduce);
+// the others copy it out (gather). Copy-in, reduce and gather of successive
+// steps overlap, every core streams memory at once, and the rings are small
+// enough to stay in the caches (see shm_plan.h), so only the callers' buffers
+// travel to and from DRAM. Broadcast and allgather are the same pipeline
+// without the reduce: sources copy chunks into their rings, receivers copy
+// them out.
+//
+// Every rank computes every element in the same order, so results are
+// bit-identical on every rank. Waiting spins briefly, then parks on a futex
+// (shm_wait.h); a dead peer fails the call within milliseconds, naming it.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <memory>
+#include <vector>
 
 #include "comm/shm/shm_segment.h"
+#include "comm/shm/shm_wait.h"
 #include "flotilla/comm/backend.h"
 #include "flotilla/comm/store.h"
 
@@ -29,6 +36,19 @@ namespace flotilla::comm::shm {
 struct ShmOptions {
   std::chrono::milliseconds timeout = Store::kDefaultTimeout;
   std::chrono::milliseconds stall_warning_after = std::chrono::seconds(60);
+  // Spin before parking; negative: DefaultSpin(size).
+  std::chrono::microseconds spin{-1};
+  // Time copy-in, reduce and copy-out (a clock read per step; for benches).
+  bool time_phases = false;
+};
+
+// What the calls did, summed over this backend's life.
+struct ShmStats {
+  WaitStats wait;
+  uint64_t steps = 0;        // pipeline steps run
+  uint64_t copy_in_ns = 0;   // copying inputs into the ring
+  uint64_t reduce_ns = 0;    // reducing (own region)
+  uint64_t copy_out_ns = 0;  // copying results / received data out
 };
 
 class ShmBackend : public Backend {
@@ -46,33 +66,43 @@ class ShmBackend : public Backend {
   void send(const void* data, size_t bytes, int peer, uint32_t tag) override;
   void recv(void* data, size_t bytes, int peer, uint32_t tag) override;
 
+  ShmStats stats() const;
+  const CacheSizes& caches() const { return caches_; }
+  const SegmentLayout& layout() const { return seg_->layout(); }
+
  private:
-  struct Region;
-  void AllreduceSmall(char* data, size_t count, DType dtype, ReduceOp op);
-  void AllreduceRound(char* data, size_t count, DType dtype, ReduceOp op);
-  void ReduceChunk(char* data, const Region& rg, size_t j, DType dtype, ReduceOp op);
-  void GatherChunk(char* data, const Region& rg, size_t j);
-  void BroadcastRound(char* data, size_t bytes, int root);
-  void AllgatherRound(const char* in, char* out, size_t bytes, size_t stride);
+  struct ReduceJob;
+  struct SendJob;
+  // One flag round of a reduction whose input fits a slot half.
+  void ReduceSmall(const ReduceJob& job);
+  void ReducePipelined(const ReduceJob& job);
+  void CopyIn(const ReduceJob& job, size_t step);
+  void ReduceStep(const ReduceJob& job, size_t step);
+  void GatherStep(const ReduceJob& job, size_t step);
+  void SendPipelined(const SendJob& job);
+  void Reduction(const ReduceJob& job);
+  void SplitRegions(ReduceJob& job, size_t count) const;
 
   void BeginRound();
   void EndRound();
   static uint64_t Tag(uint64_t round, uint64_t k) { return (round << 24) | k; }
-  // Blocks until ready(r) holds for every rank r; see the class comment.
-  // The first check is inline and allocation-free: the latency path.
-  template <typename Ready>
-  void Await(const char* what, const Ready& ready) {
-    for (int s = 0; s < size_; ++s) {
-      if (!ready(s)) return AwaitSlow(what, std::function<bool(int)>(ready));
-    }
+  char* Piece(int rank, size_t step, int piece, size_t chunk) const;
+  template <typename CounterOf>
+  void Await(const char* what, uint64_t target, const CounterOf& counter_of) {
+    waiter_.Await(what, target, counter_of);
   }
-  void AwaitSlow(const char* what, const std::function<bool(int)>& ready);
-  std::vector<int> NotReady(const std::function<bool(int)>& ready) const;
+  // Waits for `field` of every rank in `ranks` to reach `target`.
+  void AwaitRanks(const char* what, Counter RankControl::*field, uint64_t target,
+                  const std::vector<char>& ranks);
 
   int rank_;
   int size_;
   ShmOptions options_;
+  CacheSizes caches_;
   std::unique_ptr<ShmSegment> seg_;
+  Waiter waiter_;
+  ShmStats stats_;
+  std::vector<const void*> srcs_;  // scratch: one source per rank
   uint64_t round_ = 0;
   // Last round in which this rank saw every rank's post.
   uint64_t synced_round_ = 0;

@@ -15,9 +15,7 @@
 namespace flotilla::comm::shm {
 namespace {
 
-constexpr size_t kMB = 1 << 20;
-
-size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
+constexpr size_t kPage = 4096;
 
 // Removes the segment's name when setup ends, however it ends.
 struct Unlinker {
@@ -34,15 +32,16 @@ struct FdCloser {
 
 }  // namespace
 
-SegmentLayout SegmentLayout::For(int size) {
+SegmentLayout SegmentLayout::For(int size, const CacheSizes& caches) {
   SegmentLayout l;
   l.size = size;
-  // Large halves amortise the per-round sync; the total stays bounded as the
-  // group grows.
-  l.slot_half = std::clamp<size_t>(16 * kMB / size, kMB / 2, 8 * kMB);
+  // The ring of a pipelined collective (kDepth cells of one piece per rank)
+  // fits a half; whole small messages (one flag round) do too.
+  l.max_chunk = MaxChunk(caches, size);
+  l.slot_half = RoundUp(std::max<size_t>(64 * 1024, kDepth * size * l.max_chunk), kPage);
   l.channel_bytes = 256 * 1024;
   size_t controls = RoundUp(sizeof(RankControl) * size + sizeof(ChannelControl) * size * size,
-                            4096);
+                            kPage);
   l.slots_offset = controls;
   l.channels_offset = l.slots_offset + 2 * size * l.slot_half;
   l.total = l.channels_offset + size_t(size) * size * l.channel_bytes;
@@ -66,9 +65,10 @@ std::unique_ptr<ShmSegment> ShmSegment::Map(int fd, const SegmentLayout& layout,
 }
 
 std::unique_ptr<ShmSegment> ShmSegment::Open(Store& store, int rank, int size,
+                                             const CacheSizes& caches,
                                              std::chrono::milliseconds timeout,
                                              std::chrono::milliseconds stall_after) {
-  SegmentLayout layout = SegmentLayout::For(size);
+  SegmentLayout layout = SegmentLayout::For(size, caches);
   std::vector<std::string> attached(size);
   for (int r = 1; r < size; ++r) attached[r] = "shm/attached/" + std::to_string(r);
   if (rank == 0) {

@@ -4,7 +4,9 @@
 // Layout: per-rank control lines (pid and progress counters, each on its own
 // cache line), per-pair point-to-point channel controls, then per-rank data
 // slots (two halves, used by alternate rounds so a rank may start round R+1
-// while slower peers still read round R), then the channel buffers.
+// while slower peers still read round R), then the channel buffers. Every
+// slot and buffer starts on a page boundary and has a size that is a multiple
+// of the page, so any 64-byte-aligned offset in them is 64-byte aligned.
 //
 // Cleanup: rank 0 creates the segment and shm_unlink()s its name as soon as
 // every rank has mapped it (or on any failure before), so no name outlives
@@ -20,19 +22,17 @@
 #include <memory>
 #include <string>
 
+#include "comm/shm/shm_plan.h"
+#include "comm/shm/shm_wait.h"
 #include "flotilla/comm/store.h"
 
 namespace flotilla::comm::shm {
 
-struct alignas(64) Counter {
-  std::atomic<uint64_t> value{0};
-};
-static_assert(sizeof(Counter) == 64);
-
 struct RankControl {
   Counter pid;
-  Counter posted;    // (round << 24) | chunks of input published
-  Counter reduced;   // (round << 24) | chunks of own region reduced
+  Counter posted;    // (round << 24) | pipeline steps of input published
+  Counter reduced;   // (round << 24) | steps of own region reduced
+  Counter gathered;  // (round << 24) | steps of peers' results copied out
   Counter finished;  // last round this rank completed
 };
 
@@ -44,12 +44,13 @@ struct ChannelControl {
 
 struct SegmentLayout {
   int size = 0;
-  size_t slot_half = 0;      // bytes per rank per round
+  size_t max_chunk = 0;      // largest pipeline chunk (see shm_plan.h)
+  size_t slot_half = 0;      // bytes per rank per round: kDepth cells of size pieces
   size_t channel_bytes = 0;  // bytes per (src, dst) channel
   size_t slots_offset = 0;
   size_t channels_offset = 0;
   size_t total = 0;
-  static SegmentLayout For(int size);
+  static SegmentLayout For(int size, const CacheSizes& caches);
 };
 
 class ShmSegment {
@@ -59,6 +60,7 @@ class ShmSegment {
   // DeadlineExceeded naming ranks that never attach, Unavailable when shared
   // memory cannot be created or mapped.
   static std::unique_ptr<ShmSegment> Open(Store& store, int rank, int size,
+                                          const CacheSizes& caches,
                                           std::chrono::milliseconds timeout,
                                           std::chrono::milliseconds stall_after);
   ~ShmSegment();
