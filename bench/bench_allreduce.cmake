@@ -1,7 +1,7 @@
 # bench_allreduce and its baselines (issue: collective communication).
 find_package(nlohmann_json REQUIRED)
 find_package(Gloo REQUIRED)
-add_executable(bench_allreduce bench_allreduce.cc)
+add_executable(bench_allreduce bench_allreduce.cc allreduce_worker.cc)
 target_link_libraries(bench_allreduce PRIVATE flotilla_comm nlohmann_json::nlohmann_json)
 
 add_executable(gloo_allreduce baselines/gloo_allreduce.cc)

@@ -1,8 +1,14 @@
 // Timing shared by bench_allreduce and its baseline programs, so that every
 // implementation is measured the same way: for each size, a few batches of
-// back-to-back allreduces separated by a barrier; the per-op time is the
+// back-to-back collectives separated by a barrier; the per-op time is the
 // median over batches of (batch time / batch length). Rank 0 prints one JSON
-// line per size.
+// line per (collective, size).
+//
+// Sizes follow nccl-tests: `bytes` is the buffer of allreduce, broadcast and
+// reduce, the whole output of allgather and the whole input of
+// reduce_scatter (each rank contributes or receives bytes / ranks). Bus
+// bandwidth = algbw x the collective's factor, so that every collective's
+// busbw compares with the same link or memory speed.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +23,19 @@ inline std::vector<size_t> AllreduceSizes() {
   std::vector<size_t> sizes;
   for (size_t b = 4096; b <= (size_t(64) << 20); b *= 4) sizes.push_back(b);
   return sizes;
+}
+
+inline const std::vector<std::string>& Collectives() {
+  static const std::vector<std::string> ops{"allreduce", "broadcast", "allgather",
+                                            "reduce_scatter", "reduce"};
+  return ops;
+}
+
+// nccl-tests' bus-bandwidth factor of a collective at `ranks` ranks.
+inline double BusFactor(const std::string& op, int ranks) {
+  if (op == "allreduce") return 2.0 * (ranks - 1) / ranks;
+  if (op == "allgather" || op == "reduce_scatter") return double(ranks - 1) / ranks;
+  return 1.0;  // broadcast, reduce
 }
 
 // Median seconds per `op()`; `barrier()` lines the ranks up before a batch.
@@ -39,16 +58,20 @@ double MedianSecondsPerOp(size_t bytes, Op op, Barrier barrier) {
   return times[times.size() / 2];
 }
 
-// nccl-tests' bus bandwidth: algbw * 2(n-1)/n.
-inline std::string AllreduceJson(const std::string& impl, size_t bytes, int ranks, double sec) {
+inline std::string CollectiveJson(const std::string& op, const std::string& impl, size_t bytes,
+                                  int ranks, double sec) {
   const double algbw = bytes / sec / 1e9;
-  const double busbw = algbw * 2.0 * (ranks - 1) / ranks;
+  const double busbw = algbw * BusFactor(op, ranks);
   char buf[256];
   snprintf(buf, sizeof(buf),
-           "{\"bench\":\"allreduce\",\"impl\":\"%s\",\"bytes\":%zu,\"ranks\":%d,"
+           "{\"bench\":\"%s\",\"impl\":\"%s\",\"bytes\":%zu,\"ranks\":%d,"
            "\"busbw_gbps\":%.3f,\"algbw_gbps\":%.3f,\"latency_us\":%.2f}",
-           impl.c_str(), bytes, ranks, busbw, algbw, sec * 1e6);
+           op.c_str(), impl.c_str(), bytes, ranks, busbw, algbw, sec * 1e6);
   return buf;
+}
+
+inline std::string AllreduceJson(const std::string& impl, size_t bytes, int ranks, double sec) {
+  return CollectiveJson("allreduce", impl, bytes, ranks, sec);
 }
 
 }  // namespace flotilla::bench
