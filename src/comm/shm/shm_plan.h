@@ -32,14 +32,16 @@ constexpr int kDepth = 4;
 // pieces each fills half the L2. A multiple of 4 KB in [4 KB, 256 KB].
 size_t MaxChunk(const CacheSizes& caches, int ranks);
 
+// FLOTILLA_SHM_CHUNK=<bytes> overrides MaxChunk, for measurements.
 // Chunk bytes for a pipelined collective whose per-rank region is
 // `region_bytes` (the bytes one rank reduces or sends): at most `max_chunk`,
 // small enough for about kDepth steps, at least 4 KB; a multiple of 64.
 size_t ChunkFor(size_t region_bytes, size_t max_chunk);
 
-// Whether copies into the caller's buffer of a `bytes`-sized result should
-// stream past the caches: only when the result is far larger than the L2 (it
-// would evict itself anyway). Overridable for measurements.
+// Whether stores of a `bytes`-sized result into the caller's buffer should
+// stream past the caches: only when the result does not fit the last-level
+// cache (8x the L2 when no L3 is reported) and would evict itself anyway.
+// FLOTILLA_SHM_STREAM=<bytes> overrides the threshold, for measurements.
 bool StreamFor(size_t bytes, const CacheSizes& caches);
 
 size_t RoundUp(size_t n, size_t to);
