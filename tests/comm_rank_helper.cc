@@ -63,9 +63,12 @@ void Check(ProcessGroup& pg) {
     pg.broadcast(b.data(), count, DType::kInt64, n - 1);
     for (int64_t v : b) Expect(v == 9, "broadcast");
   }
-  std::vector<float> in(1000, float(r)), out(1000 * n);
-  pg.allgather(in.data(), out.data(), in.size(), DType::kFloat32);
-  for (int t = 0; t < n; ++t) Expect(out[t * 1000 + 999] == float(t), "allgather");
+  // Small (one flag round) and large (across processes: single copy on shm).
+  for (size_t count : {size_t(1000), size_t(100000)}) {
+    std::vector<float> in(count, float(r)), out(count * n);
+    pg.allgather(in.data(), out.data(), in.size(), DType::kFloat32);
+    for (int t = 0; t < n; ++t) Expect(out[t * count + count - 1] == float(t), "allgather");
+  }
   if (n > 1) {
     std::vector<char> msg(300000, char(r)), got(300000);
     if (r == 0) {

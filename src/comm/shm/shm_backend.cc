@@ -11,6 +11,13 @@ namespace {
 
 // Allreduces up to this size take one flag round; larger ones pipeline.
 constexpr size_t kSmallBytes = 32 * 1024;
+// Broadcasts and allgathers copy once, when they may, for this much per
+// sender: below, the system calls cost more than the copy saves; above, the
+// two-copy pipeline, which keeps both cores copying, is faster than the
+// kernel's page-by-page copy (measured in docs/comm.md).
+constexpr size_t kSingleCopyMin = 64 * 1024, kSingleCopyMax = 2 * 1024 * 1024;
+
+bool SingleCopyFits(size_t bytes) { return bytes >= kSingleCopyMin && bytes < kSingleCopyMax; }
 
 WaitOptions WaitOptionsFor(const ShmOptions& o, int size) {
   WaitOptions w;
@@ -35,6 +42,7 @@ ShmBackend::ShmBackend(Store& store, int rank, int size, ShmOptions options)
   seg_ = ShmSegment::Open(store, rank, size, caches_, options.timeout,
                           options.stall_warning_after);
   srcs_.resize(size);
+  single_copy_ = size > 1 && ProbeSingleCopy();
 }
 
 ShmStats ShmBackend::stats() const {
@@ -190,6 +198,7 @@ void ShmBackend::broadcast(void* data, size_t count, DType dtype, int root) {
   job.out = static_cast<char*>(data);
   job.bytes = count * SizeOf(dtype);
   job.out_off.assign(size_, 0);
+  if (single_copy_ && SingleCopyFits(job.bytes)) return SendSingleCopy(job);
   SendPipelined(job);
 }
 
@@ -207,6 +216,7 @@ void ShmBackend::allgather(const void* in, void* out, size_t count, DType dtype)
   job.out = static_cast<char*>(out);
   job.bytes = bytes;
   for (int r = 0; r < size_; ++r) job.out_off.push_back(r * bytes);
+  if (single_copy_ && SingleCopyFits(job.bytes)) return SendSingleCopy(job);
   SendPipelined(job);
 }
 

@@ -17,6 +17,11 @@
 // without the reduce: sources copy chunks into their rings, receivers copy
 // them out.
 //
+// Broadcast and allgather of 64 KB to 2 MB per sender copy once instead, when
+// the kernel lets the ranks read each other's memory (peer_memory.h): each
+// receiver reads the sender's buffer straight into its own, and the sender
+// returns once every receiver is done with it.
+//
 // Every rank computes every element in the same order, so results are
 // bit-identical on every rank. Waiting spins briefly, then parks on a futex
 // (shm_wait.h); a dead peer fails the call within milliseconds, naming it.
@@ -40,6 +45,10 @@ struct ShmOptions {
   std::chrono::microseconds spin{-1};
   // Time copy-in, reduce and copy-out (a clock read per step; for benches).
   bool time_phases = false;
+  // Let broadcast and allgather read peers' buffers directly (Linux
+  // cross-memory attach) when every rank may; FLOTILLA_SHM_SINGLE_COPY=0
+  // turns it off too.
+  bool single_copy = true;
 };
 
 // What the calls did, summed over this backend's life.
@@ -67,6 +76,8 @@ class ShmBackend : public Backend {
   void recv(void* data, size_t bytes, int peer, uint32_t tag) override;
 
   ShmStats stats() const;
+  // Whether broadcast and allgather may read peers' buffers directly.
+  bool single_copy() const { return single_copy_; }
   const CacheSizes& caches() const { return caches_; }
   const SegmentLayout& layout() const { return seg_->layout(); }
 
@@ -80,6 +91,11 @@ class ShmBackend : public Backend {
   void ReduceStep(const ReduceJob& job, size_t step);
   void GatherStep(const ReduceJob& job, size_t step);
   void SendPipelined(const SendJob& job);
+  // Single copy (peer_memory.h): whether every rank can read every other's
+  // memory; then the reads themselves.
+  bool ProbeSingleCopy();
+  void SendSingleCopy(const SendJob& job);
+  void ReadFrom(int rank, char* to, size_t bytes);
   void Reduction(const ReduceJob& job);
   void SplitRegions(ReduceJob& job, size_t count) const;
 
@@ -103,6 +119,8 @@ class ShmBackend : public Backend {
   Waiter waiter_;
   ShmStats stats_;
   std::vector<const void*> srcs_;  // scratch: one source per rank
+  bool single_copy_ = false;
+  uint64_t probe_word_ = 0;  // read by peers while probing single copy
   uint64_t round_ = 0;
   // Last round in which this rank saw every rank's post.
   uint64_t synced_round_ = 0;

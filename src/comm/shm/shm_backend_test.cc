@@ -89,9 +89,16 @@ TEST(ShmBackend, AllreduceIsRankOrderAndBitIdenticalEverywhere) {
   }
 }
 
+// With and without single-copy broadcast/allgather (on when this kernel lets
+// a process read its own memory through process_vm_readv, as here).
 TEST(ShmBackend, EveryOpAtEveryBoundaryFromOddAddresses) {
-  for (int n : {2, 3}) {
-    auto b = MakeBackends(n);
+  for (auto [n, single_copy] : {std::pair{2, true}, {3, true}, {2, false}, {3, false}}) {
+    ShmOptions o;
+    o.single_copy = single_copy;
+    auto b = MakeBackends(n, o);
+    if (!single_copy) {
+      EXPECT_FALSE(b[0]->single_copy());
+    }
     for (size_t count : Counts(*b[0])) {
       RunRanks(n, [&](int r) {
         ShmBackend& g = *b[r];

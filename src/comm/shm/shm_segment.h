@@ -34,6 +34,8 @@ struct RankControl {
   Counter reduced;   // (round << 24) | steps of own region reduced
   Counter gathered;  // (round << 24) | steps of peers' results copied out
   Counter finished;  // last round this rank completed
+  Counter addr;      // address of the buffer this rank exposes (single copy)
+  Counter probe;     // single-copy probe: 1 address set, 2 peers readable, 3 not
 };
 
 struct ChannelControl {
