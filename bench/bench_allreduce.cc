@@ -215,7 +215,7 @@ void RunPass(const Args& a, int pass, Runs& runs) {
     if (!Wants(a, "mpi") || !OnPath("mpirun")) return;
     RunImpl("mpi", {{"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
                      bin + "/mpi_allreduce", std::to_string(a.w.max_bytes),
-                     flotilla::Join(a.w.ops, ",")}},
+                     flotilla::Join(a.w.ops, ","), std::to_string(a.w.min_bytes)}},
             runs);
   });
   steps.push_back([&] {
@@ -300,7 +300,8 @@ void Compare(const std::string& op, size_t bytes, const std::string& ratio, doub
             << std::endl;
 }
 
-// Memory bound per shm collective and size; returns fraction by op/bytes.
+// Per shm collective and size: the memory bound (collective_bounds.h) and
+// the fraction of it reached.
 void PrintBounds(const Medians& med, const std::map<size_t, flotilla::bench::CopyRate>& copy) {
   if (!med.count("shm")) return;
   for (const auto& [op, sizes] : med.at("shm")) {

@@ -1,6 +1,6 @@
 // Baseline: OpenMPI's collectives (float sum, allreduce in place), run under
 // mpirun, timed like bench_allreduce's Flotilla ranks.
-//   mpirun -np 2 mpi_allreduce [max_bytes] [op,op,...]
+//   mpirun -np 2 mpi_allreduce [max_bytes] [op,op,...] [min_bytes]
 // ops: allreduce (default), broadcast, allgather, reduce_scatter, reduce.
 // Rank 0 prints bench_allreduce JSON lines (impl "mpi").
 #include <mpi.h>
@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const size_t max_bytes = argc > 1 ? strtoull(argv[1], nullptr, 10) : size_t(64) << 20;
+  const size_t min_bytes = argc > 3 ? strtoull(argv[3], nullptr, 10) : 0;
   std::vector<std::string> ops;
   std::stringstream list(argc > 2 ? argv[2] : "allreduce");
   for (std::string op; std::getline(list, op, ',');) ops.push_back(op);
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   for (const auto& op : ops) {
     for (size_t bytes : flotilla::bench::AllreduceSizes()) {
       if (bytes > max_bytes) break;
+      if (bytes < min_bytes) continue;
       Buffers buf;
       auto run = MakeOp(op, bytes, size, rank, buf);
       run();
