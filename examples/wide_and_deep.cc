@@ -14,7 +14,16 @@
 // Worker 0 prints the test AUC; each worker's last line is a JSON object
 //   {"role":"worker","worker":…,"mode":…,"auc":…,"bayes_auc":…,"samples_per_sec":…,"steps":…}
 // (bayes_auc: the generator's ground truth on the same test samples; null
-// for Criteo files), a server's {"role":"pserver","endpoint":…}.
+// for Criteo files), a server's {"role":"pserver","endpoint":…,"peak_rss_mb":…}.
+//
+// Large tables and CTR accessors (strategy.sparse_table_configs):
+//   --table_class ssd --memory_budget_mb 1024   rows beyond 1 GiB per server on disk
+//   --admit_count 2 --delete_after_unseen_passes 1 --passes 3
+//                                 admit ids seen twice; shrink after each pass
+//   --prefill_rows N              worker 0 first pulls ids [0, N) of every table
+// Restarts: --save_dir D --save_at_step K saves after step K (tables on the
+// servers, the rest from worker 0); --load_dir D --skip_samples S starts
+// from that save and skips the samples already trained on.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fstream>
@@ -27,6 +36,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/fleet/fleet.h"
 #include "flotilla/io/datasets/ctr.h"
+#include "flotilla/ps/trainer_runtime.h"
 
 using namespace flotilla;
 namespace ctr = flotilla::io::ctr;
@@ -53,6 +63,21 @@ struct Flags {
   int send_queue_size = 16;
   int max_merge_var_num = 16;
   bool independent_recv_thread = false;
+  std::string optimizer = "sgd";  // sgd | adagrad
+  // strategy.sparse_table_configs
+  std::string table_class = "memory";
+  int64_t memory_budget_mb = 0;
+  std::string ssd_path;
+  int admit_count = 0;
+  float admit_probability = 1.0f;
+  int delete_after_unseen_passes = 0;
+  float delete_threshold = 0.0f;
+  bool click_stats = false;  // the label is each id's click
+  int passes = 1;            // fleet::shrink() between passes
+  int64_t prefill_rows = 0;
+  std::string save_dir, load_dir;
+  int64_t save_at_step = 0;
+  int64_t skip_samples = 0;
 };
 
 struct Model {
@@ -127,8 +152,17 @@ nlohmann::json Evaluate(Executor& exe, const Program& test, const Model& m, cons
   return r;
 }
 
-fleet::DistributedStrategy Strategy(const Flags& f) {
+fleet::DistributedStrategy Strategy(const Flags& f, const Model& m) {
   fleet::DistributedStrategy s;
+  auto& t = s.sparse_table_configs();
+  t.set_table_class(f.table_class);
+  t.set_memory_budget_mb(f.memory_budget_mb);
+  t.set_ssd_path(f.ssd_path);
+  t.set_admit_count(f.admit_count);
+  t.set_admit_probability(f.admit_probability);
+  t.set_delete_after_unseen_passes(f.delete_after_unseen_passes);
+  t.set_delete_threshold(f.delete_threshold);
+  if (f.click_stats) t.set_click_var(m.label.name());
   s.set_a_sync(f.mode != "sync");
   if (f.mode == "geo") s.a_sync_configs().set_k_steps(f.k_steps);
   s.a_sync_configs().set_send_queue_size(f.send_queue_size);
@@ -137,13 +171,38 @@ fleet::DistributedStrategy Strategy(const Flags& f) {
   return s;
 }
 
+// Worker 0 pulls ids [0, rows) of every sparse table once: a table of that
+// many rows before training starts (as if loaded from an earlier job).
+void Prefill(int64_t rows) {
+  if (rows <= 0 || fleet::worker_index() != 0) return;
+  auto rt = ps::RequireTrainerRuntime("--prefill_rows");
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<int64_t> keys;
+  for (int64_t first = 0; first < rows; first += 65536) {
+    keys.resize(std::min<int64_t>(65536, rows - first));
+    for (size_t i = 0; i < keys.size(); ++i) keys[i] = first + static_cast<int64_t>(i);
+    for (const char* table : {"wide_w", "deep_emb"}) {
+      rt->client->PullSparse(table, keys, [](std::span<const uint32_t>, const float*, int64_t) {});
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << nlohmann::json{{"prefill_rows", rows}, {"seconds", secs}}.dump() << std::endl;
+}
+
 int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
   Executor exe(CPUPlace());
   exe.run(fleet::startup_program());
-  fleet::init_worker();
+  fleet::init_worker(/*servers_loaded=*/!f.load_dir.empty());
+  Prefill(f.prefill_rows);
   Program test = fleet::default_fleet().ps_transpiler()->get_test_program(test_clone);
-  Source train(f, f.train_file, f.seed + 1 + fleet::worker_index(), f.train_samples);
-  int64_t samples = 0, steps = 0;
+  Source train(f, f.train_file, f.seed + 1 + fleet::worker_index(), f.skip_samples + f.train_samples);
+  for (int64_t skipped = 0; skipped < f.skip_samples;) {  // what a restarted job trained on already
+    auto b = train.Next(std::min(f.batch_size, f.skip_samples - skipped));
+    if (!b) break;
+    skipped += b->size();
+  }
+  int64_t samples = 0, steps = 0, dropped = 0;
+  const int64_t per_pass = (f.train_samples + f.passes - 1) / f.passes;
   auto start = std::chrono::steady_clock::now();
   while (auto b = train.Next(f.batch_size)) {
     auto out = exe.run(fleet::main_program(), Feed(m, *b), {m.loss.name()});
@@ -152,14 +211,29 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
       std::cout << "worker " << fleet::worker_index() << " step " << steps << " loss "
                 << out[0].data<float>()[0] << std::endl;
     }
+    if (steps == f.save_at_step && !f.save_dir.empty()) {
+      fleet::save_persistables(exe, f.save_dir);
+      std::cout << "saved after step " << steps << " to " << f.save_dir << std::endl;
+    }
+    if (samples % per_pass < b->size() && samples < f.train_samples) dropped += fleet::shrink();
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json r = Evaluate(exe, test, m, f);
   fleet::stop_worker();
   r.update({{"role", "worker"}, {"worker", fleet::worker_index()}, {"mode", f.mode},
             {"samples_per_sec", secs > 0 ? samples / secs : 0.0}, {"steps", steps}});
+  if (f.passes > 1) r["shrunk_rows"] = dropped;
   if (fleet::worker_index() == 0) std::cout << "test AUC " << r["auc"] << std::endl;
   std::cout << r.dump() << std::endl;
+  return 0;
+}
+
+// The peak resident set of this process (VmHWM), in MiB.
+double PeakRssMb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
   return 0;
 }
 
@@ -172,12 +246,18 @@ int Run(const Flags& f) {
   startup.set_random_seed(f.seed);
   Model m = BuildModel(f);
   Program test_clone = main.Clone(/*for_test=*/true);
-  optimizer::SGD sgd(f.lr);
-  fleet::distributed_optimizer(sgd, Strategy(f)).minimize(m.loss);
+  std::unique_ptr<optimizer::Optimizer> opt;
+  if (f.optimizer == "adagrad") {
+    opt = std::make_unique<optimizer::Adagrad>(f.lr);
+  } else {
+    opt = std::make_unique<optimizer::SGD>(f.lr);
+  }
+  fleet::distributed_optimizer(*opt, Strategy(f, m)).minimize(m.loss);
   if (fleet::is_server()) {
-    fleet::init_server();
+    fleet::init_server(f.load_dir);
     fleet::run_server();
-    std::cout << nlohmann::json{{"role", "pserver"}, {"endpoint", role.current_endpoint()}}.dump()
+    std::cout << nlohmann::json{{"role", "pserver"}, {"endpoint", role.current_endpoint()},
+                                {"peak_rss_mb", PeakRssMb()}}.dump()
               << std::endl;
     return 0;
   }
@@ -207,7 +287,25 @@ int main(int argc, char** argv) {
   app.add_option("--send_queue_size", f.send_queue_size, "async: gradients queued per variable")->check(CLI::PositiveNumber);
   app.add_option("--max_merge_var_num", f.max_merge_var_num, "async: gradients merged into one push")->check(CLI::PositiveNumber);
   app.add_flag("--independent_recv_thread", f.independent_recv_thread, "async: pull on a thread of its own");
+  app.add_option("--optimizer", f.optimizer, "sgd | adagrad")->check(CLI::IsMember({"sgd", "adagrad"}));
+  app.add_option("--table_class", f.table_class, "sparse tables: memory | ssd")
+      ->check(CLI::IsMember({"memory", "ssd"}));
+  app.add_option("--memory_budget_mb", f.memory_budget_mb, "ssd: memory for one server's sparse rows");
+  app.add_option("--ssd_path", f.ssd_path, "ssd: where rows beyond the budget go");
+  app.add_option("--admit_count", f.admit_count, "an id gets a row at its Nth sighting");
+  app.add_option("--admit_probability", f.admit_probability, "or with this probability per sighting");
+  app.add_option("--delete_after_unseen_passes", f.delete_after_unseen_passes,
+                 "shrink drops rows unseen for this many passes");
+  app.add_option("--delete_threshold", f.delete_threshold, "shrink drops rows scored below this");
+  app.add_flag("--click_stats", f.click_stats, "pushes count the label as each id's click");
+  app.add_option("--passes", f.passes, "passes over the training samples, shrink between them")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prefill_rows", f.prefill_rows, "worker 0 first pulls ids [0, N) of every table");
+  app.add_option("--save_dir", f.save_dir, "save_persistables here after --save_at_step");
+  app.add_option("--save_at_step", f.save_at_step, "the step after which to save");
+  app.add_option("--load_dir", f.load_dir, "start from this save (servers load their tables)");
+  app.add_option("--skip_samples", f.skip_samples, "skip this many training samples first");
   CLI11_PARSE(app, argc, argv);
-  if (f.lr == 0) f.lr = f.mode == "async" ? 0.2f : 0.5f;
+  if (f.lr == 0) f.lr = f.mode == "async" ? 0.2f : (f.optimizer == "adagrad" ? 0.05f : 0.5f);
   return flotilla::examples::RunExample("wide_and_deep", [&] { return Run(f); });
 }

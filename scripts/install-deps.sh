@@ -18,6 +18,7 @@ packages=(
   slurm-wlm munge util-linux
   # The Kubernetes manifests' schema check and pod simulation read YAML.
   python3-yaml
+  librocksdb-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch)

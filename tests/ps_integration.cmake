@@ -9,3 +9,10 @@ flotilla_test(ps_integration_test
   DEPS launch_test_util
   TIMEOUT 400)
 add_dependencies(ps_integration_test ps_integration_worker flotilla dist_fit_a_line fit_a_line wide_and_deep)
+
+# Sparse tables at CTR scale: admission/shrink AUC, ssd tables saved and restarted.
+flotilla_test(ps_tables_integration_test
+  SOURCES ps_tables_integration_test.cc
+  DEPS launch_test_util
+  TIMEOUT 300)
+add_dependencies(ps_tables_integration_test flotilla wide_and_deep)

@@ -158,6 +158,7 @@ Program DistributeTranspiler::get_pserver_program(const std::string& endpoint,
                                 .Set("mode", config_.mode)
                                 .Set("sync_mode", config_.mode == "sync")
                                 .Set("tables", TablesToJson(tables_))
+                                .Set("sparse_config", SparseSettingsToJson(config_.sparse))
                                 .Set("min_block_size", config_.min_block_size)
                                 .Set("token", config_.token)
                                 .Set("model_dir", model_dir)

@@ -35,20 +35,28 @@ OpDesc DistributedLookup(const OpDesc& op, const PsTableInfo& t) {
       .Set(kOpRoleAttr, op.Role());
 }
 
-OpDesc DistributedLookupGrad(const OpDesc& op, const PsTableInfo& t) {
-  return OpDesc("distributed_lookup_table_grad")
-      .In("Ids", op.Inputs("Ids"))
-      .In("Out@GRAD", op.Inputs("Out@GRAD"))
-      .Out("W@GRAD", op.Outputs("W@GRAD"))
-      .Set("dim", RowWidth(t.dims))
-      .Set("height", t.dims.at(0))
-      .Set("padding_idx", op.AttrOr<int64_t>("padding_idx", -1))
-      .Set(kOpRoleAttr, op.Role());
+// With `stats`, the gradient rows also carry each id's show and click
+// (clicks from `click_var` when set) for the servers' accessor.
+OpDesc DistributedLookupGrad(const OpDesc& op, const PsTableInfo& t, bool stats,
+                             const std::string& click_var) {
+  OpDesc grad = OpDesc("distributed_lookup_table_grad")
+                    .In("Ids", op.Inputs("Ids"))
+                    .In("Out@GRAD", op.Inputs("Out@GRAD"))
+                    .Out("W@GRAD", op.Outputs("W@GRAD"))
+                    .Set("dim", RowWidth(t.dims))
+                    .Set("height", t.dims.at(0))
+                    .Set("padding_idx", op.AttrOr<int64_t>("padding_idx", -1))
+                    .Set("with_stats", stats)
+                    .Set(kOpRoleAttr, op.Role());
+  if (stats && !click_var.empty()) grad.In("Click", {click_var});
+  return grad;
 }
 
 // Replaces lookups (and their gradients) of server tables in `b`; removes
 // the variables of is_distributed tables, which trainers never hold.
-void RedirectLookups(Block& b, const std::vector<PsTableInfo>& tables) {
+// `stats`: gradients carry show/click for the servers' accessor.
+void RedirectLookups(Block& b, const std::vector<PsTableInfo>& tables, bool stats = false,
+                     const std::string& click_var = "") {
   for (size_t i = 0; i < b.op_size(); ++i) {
     OpDesc& op = b.op(i);
     if (!IsLookup(op) && !IsLookupGrad(op)) continue;
@@ -57,7 +65,7 @@ void RedirectLookups(Block& b, const std::vector<PsTableInfo>& tables) {
     if (IsLookup(op)) {
       op = DistributedLookup(op, *t);
     } else {
-      op = DistributedLookupGrad(op, *t);
+      op = DistributedLookupGrad(op, *t, stats, click_var);
       for (const auto& g : op.Outputs("W@GRAD")) b.Var(g).type = VarType::kSelectedRows;
     }
   }
@@ -125,7 +133,12 @@ void DistributeTranspiler::RewriteTrainer(Program& main) const {
   bool geo = config_.mode == "geo";
   Parts p = Split(b, tables_);
   RemoveOptimizerOps(b, tables_, geo);
-  RedirectLookups(b, tables_);
+  // GEO trainers optimise sparse rows locally and push deltas: no statistics.
+  const bool stats = !geo && config_.sparse.accessor.keeps_stats();
+  FLOTILLA_CHECK(config_.sparse.click_var.empty() || b.HasVar(config_.sparse.click_var), InvalidArgument,
+                 "DistributeTranspiler: sparse_table_configs.click_var '", config_.sparse.click_var,
+                 "' is not a variable of the program");
+  RedirectLookups(b, tables_, stats, config_.sparse.click_var);
   b.InsertOp(0, WithDense(OpDesc("ps_trainer_init"), p)
                     .Set("endpoints", endpoints_)
                     .Set("trainer_id", static_cast<int32_t>(trainer_id_))

@@ -71,6 +71,17 @@ void DistributedStrategy::Validate() const {
   CheckAtLeast(proto_.gradient_merge_configs().k_steps(), 1, "gradient_merge_configs.k_steps");
   FLOTILLA_CHECK(!(proto_.localsgd() && proto_.gradient_merge()), InvalidArgument,
                  "DistributedStrategy: localsgd and gradient_merge cannot both be on");
+  const proto::SparseTableConfigs& t = proto_.sparse_table_configs();
+  FLOTILLA_CHECK(t.table_class() == "memory" || t.table_class() == "ssd", InvalidArgument,
+                 "DistributedStrategy: sparse_table_configs.table_class '", t.table_class(),
+                 "' is not memory or ssd");
+  FLOTILLA_CHECK(t.table_class() != "ssd" || t.memory_budget_mb() > 0, InvalidArgument,
+                 "DistributedStrategy: sparse_table_configs.table_class ssd needs memory_budget_mb > 0");
+  FLOTILLA_CHECK(t.admit_probability() > 0 && t.admit_probability() <= 1, InvalidArgument,
+                 "DistributedStrategy: sparse_table_configs.admit_probability ", t.admit_probability(),
+                 " is outside (0, 1]");
+  CheckAtLeast(t.admit_count(), 0, "sparse_table_configs.admit_count");
+  CheckAtLeast(t.delete_after_unseen_passes(), 0, "sparse_table_configs.delete_after_unseen_passes");
 }
 
 }  // namespace flotilla::fleet

@@ -34,6 +34,18 @@ DistributeTranspilerConfig ConfigFor(const DistributedStrategy& strategy) {
   c.max_merge_var_num = a.max_merge_var_num();
   c.send_queue_size = a.send_queue_size();
   c.independent_recv_thread = a.independent_recv_thread();
+  const auto& t = strategy.sparse_table_configs();
+  c.sparse.table_class = t.table_class();
+  c.sparse.memory_budget_mb = t.memory_budget_mb();
+  c.sparse.ssd_path = t.ssd_path();
+  c.sparse.click_var = t.click_var();
+  c.sparse.accessor = {.admit_count = t.admit_count(),
+                       .admit_probability = t.admit_probability(),
+                       .delete_after_unseen_passes = t.delete_after_unseen_passes(),
+                       .delete_threshold = t.delete_threshold(),
+                       .show_click_decay_rate = t.show_click_decay_rate(),
+                       .nonclk_coeff = t.nonclk_coeff(),
+                       .click_coeff = t.click_coeff()};
   return c;
 }
 
@@ -95,6 +107,17 @@ void Fleet::stop_worker() {
   ps::FinishTrainerRuntime();
 }
 
+int64_t Fleet::shrink() {
+  CheckInit("shrink");
+  auto rt = ps::RequireTrainerRuntime("fleet::shrink");
+  if (rt->async) rt->async->Flush();
+  if (rt->geo) rt->geo->Sync();
+  rt->client->Barrier();
+  const int64_t dropped = is_first_worker() ? rt->client->Shrink() : 0;
+  rt->client->Barrier();  // nobody pulls a row the shrink is about to drop
+  return dropped;
+}
+
 void Fleet::SavePsTables(const std::string& dir) {
   ps::RequireTrainerRuntime("fleet::save_persistables")->client->Save(dir);
 }
@@ -103,5 +126,6 @@ void init_server(const std::string& model_dir) { default_fleet().init_server(mod
 void run_server() { default_fleet().run_server(); }
 void init_worker(bool servers_loaded) { default_fleet().init_worker(servers_loaded); }
 void stop_worker() { default_fleet().stop_worker(); }
+int64_t shrink() { return default_fleet().shrink(); }
 
 }  // namespace flotilla::fleet

@@ -502,6 +502,22 @@ void PsClient::Load(const std::string& dir) {
                                                [](auto* a, auto... args) { a->Load(args...); }));
 }
 
+int64_t PsClient::Shrink() {
+  rpc::TrainerRequest req;
+  req.set_trainer_id(impl_->trainer_id);
+  std::vector<rpc::ShrinkResponse> resps(num_servers());
+  std::vector<ServerCall> calls;
+  for (int s = 0; s < num_servers(); ++s) {
+    calls.push_back({s, [&req, resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
+                       stub->async()->Shrink(ctx, &req, resp, std::move(done));
+                     }});
+  }
+  impl_->fanout.Run("Shrink", calls);
+  int64_t dropped = 0;
+  for (const auto& r : resps) dropped += r.dropped();
+  return dropped;
+}
+
 void PsClient::Finish() {
   if (impl_->finished.exchange(true)) return;
   rpc::TrainerRequest req;

@@ -49,10 +49,11 @@ class KeyIndex {
   std::pair<uint32_t, bool> FindOrInsert(int64_t key, uint32_t next) {
     return FindOrInsert(key, Hash(key), next);
   }
-  // The slot of `key`, or -1 when it is absent.
-  int64_t Find(int64_t key) const {
+  // The slot of `key` (whose Hash is `hash`), or -1 when it is absent.
+  int64_t Find(int64_t key) const { return Find(key, Hash(key)); }
+  int64_t Find(int64_t key, uint64_t hash) const {
     if (entries_.empty()) return -1;
-    for (size_t i = Hash(key) & (entries_.size() - 1);; i = (i + 1) & (entries_.size() - 1)) {
+    for (size_t i = hash & (entries_.size() - 1);; i = (i + 1) & (entries_.size() - 1)) {
       const Entry& e = entries_[i];
       if (e.slot == kEmpty) return -1;
       if (e.key == key) return e.slot;

@@ -76,9 +76,7 @@ void PsServer::State::Save(const std::string& dir) const {
   for (const auto& [name, table] : dense) {
     WriteTableFile(TableFileName(dir, name, i, n), TableKind::kDense, table->Serialize());
   }
-  for (const auto& [name, table] : sparse) {
-    WriteTableFile(TableFileName(dir, name, i, n), TableKind::kSparse, table->Serialize());
-  }
+  for (const auto& [name, table] : sparse) table->SaveTo(TableFileName(dir, name, i, n));
   log::Info("parameter server {}: saved {} tables to {}", i, dense.size() + sparse.size(), dir);
 }
 
@@ -110,15 +108,26 @@ void PsServer::State::Load(const std::string& dir) {
   for (const auto& [name, table] : sparse) {
     const std::string path = TableFileName(dir, name, i, n);
     if (std::filesystem::exists(path)) {
-      table->Deserialize(ReadTableFile(path, TableKind::kSparse), "table file '" + path + "'");
+      table->LoadFrom(path);
     } else {
       const SparseSlicer& slicer = options.sparse_slicer;
-      table->DeserializeResharded(ReadSavedSet(dir, name, TableKind::kSparse),
-                                  [&](int64_t key) { return slicer(key, n) == i; },
-                                  StrCat("table '", name, "' in '", dir, "'"));
+      table->LoadResharded(SavedTableFiles(dir, name), [&](int64_t key) { return slicer(key, n) == i; },
+                           StrCat("table '", name, "' in '", dir, "'"));
     }
   }
   log::Info("parameter server {}: loaded {} tables from {}", i, dense.size() + sparse.size(), dir);
+}
+
+std::pair<int64_t, int64_t> PsServer::State::Shrink() {
+  int64_t dropped = 0, rows = 0;
+  for (const auto& [name, table] : sparse) {
+    const int64_t n = table->Shrink();
+    dropped += n;
+    rows += table->size();
+    log::Info("parameter server {}: shrink dropped {} rows of '{}', {} left", options.server_index, n,
+              name, table->size());
+  }
+  return {dropped, rows};
 }
 
 // ---- PsServer ----
@@ -151,6 +160,7 @@ void PsServer::AddSparseTable(SparseTableConfig config) {
 
 DenseTable& PsServer::dense(const std::string& name) { return state_->Dense(name); }
 SparseTable& PsServer::sparse(const std::string& name) { return state_->Sparse(name); }
+bool PsServer::has_sparse(const std::string& name) const { return state_->sparse.count(name) > 0; }
 
 std::vector<std::string> PsServer::table_names() const {
   std::vector<std::string> names;
@@ -205,5 +215,6 @@ std::vector<int> PsServer::finished_trainers() const { return state_->barrier.fi
 
 void PsServer::Save(const std::string& dir) const { state_->Save(dir); }
 void PsServer::Load(const std::string& dir) { state_->Load(dir); }
+int64_t PsServer::Shrink() { return state_->Shrink().first; }
 
 }  // namespace flotilla::ps

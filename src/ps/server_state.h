@@ -27,6 +27,8 @@ struct PsServer::State {
   void RequestStop();
   void Save(const std::string& dir) const;
   void Load(const std::string& dir);
+  // Shrinks every sparse table: (rows dropped, rows left).
+  std::pair<int64_t, int64_t> Shrink();
 
   PsServerOptions options;
   // Tables are added before Start() and never removed: lookups need no lock.

@@ -158,6 +158,15 @@ grpc::Status PsServiceImpl::Load(grpc::ServerContext* ctx, const rpc::PathReques
   return Guarded(ctx, [&] { state_->Load(req->dir()); });
 }
 
+grpc::Status PsServiceImpl::Shrink(grpc::ServerContext* ctx, const rpc::TrainerRequest*,
+                                   rpc::ShrinkResponse* resp) {
+  return Guarded(ctx, [&] {
+    const auto [dropped, rows] = state_->Shrink();
+    resp->set_dropped(dropped);
+    resp->set_rows(rows);
+  });
+}
+
 grpc::Status PsServiceImpl::TrainerFinished(grpc::ServerContext* ctx,
                                             const rpc::TrainerRequest* req, rpc::Ack*) {
   return Guarded(ctx, [&] {

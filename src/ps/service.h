@@ -27,6 +27,7 @@ class PsServiceImpl final : public rpc::PsService::Service {
   grpc::Status Barrier(grpc::ServerContext*, const rpc::BarrierRequest*, rpc::Ack*) override;
   grpc::Status Save(grpc::ServerContext*, const rpc::PathRequest*, rpc::Ack*) override;
   grpc::Status Load(grpc::ServerContext*, const rpc::PathRequest*, rpc::Ack*) override;
+  grpc::Status Shrink(grpc::ServerContext*, const rpc::TrainerRequest*, rpc::ShrinkResponse*) override;
   grpc::Status TrainerFinished(grpc::ServerContext*, const rpc::TrainerRequest*, rpc::Ack*) override;
   grpc::Status Stop(grpc::ServerContext*, const rpc::TrainerRequest*, rpc::Ack*) override;
   grpc::Status Echo(grpc::ServerContext*, const rpc::EchoMessage*, rpc::EchoMessage*) override;

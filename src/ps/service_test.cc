@@ -298,6 +298,31 @@ TEST(PsService, SplitPullsReturnTheRowsOfOnePull) {
   for (int64_t j = 0; j < kDim; ++j) EXPECT_EQ(x.data<float>()[17 * kDim + j], one.data<float>()[j]);
 }
 
+// Shrink reaches every server: rows unseen for a pass go on both.
+TEST(PsService, ShrinkEndsAPassOnEveryServer) {
+  std::vector<std::unique_ptr<PsServer>> servers;
+  std::vector<std::string> endpoints;
+  for (int s = 0; s < 2; ++s) {
+    PsServerOptions o;
+    o.endpoint = "127.0.0.1:0";
+    o.server_index = s;
+    o.num_servers = 2;
+    o.mode = PsMode::kAsync;
+    servers.push_back(std::make_unique<PsServer>(o));
+    SparseTableConfig c = SparseCfg();
+    c.accessor.delete_after_unseen_passes = 1;
+    servers.back()->AddSparseTable(c);
+    servers.back()->Start();
+    endpoints.push_back(servers.back()->endpoint());
+  }
+  PsClient client(endpoints, 0, 1);
+  client.PullSparse("emb", std::vector<int64_t>{1, 2, 3, 4});
+  EXPECT_EQ(client.Shrink(), 0);  // seen in the pass that ended
+  client.PullSparse("emb", std::vector<int64_t>{1});
+  EXPECT_EQ(client.Shrink(), 3);  // 2, 3, 4 unseen for a pass
+  EXPECT_EQ(servers[0]->sparse("emb").size() + servers[1]->sparse("emb").size(), 1);
+}
+
 // The sink receives every key exactly once, call by call, with its row;
 // an exception it throws ends the pull and reaches the caller.
 TEST(PsService, PullSinkDeliversEveryKeyOnceAndItsErrorsPropagate) {

@@ -1,5 +1,6 @@
 // The internals of a SparseTable shard, shared by the table's batch code
-// (sparse_table.cc) and its images (sparse_table_image.cc).
+// (sparse_table.cc), its shrink and spill code (sparse_table_evict.cc) and
+// its images (sparse_table_image.cc).
 #pragma once
 
 #include <cstdint>
@@ -9,18 +10,46 @@
 
 #include "flotilla/ps/sparse_table.h"
 #include "ps/key_index.h"
+#include "ps/row_db.h"
 
 namespace flotilla::ps {
 
+// Keys counted towards admission (no row yet): sightings and the pass
+// each was last seen in. Slots are dropped when a Shrink compacts them.
+struct AdmissionCounts {
+  KeyIndex slot;  // key → entry
+  std::vector<int64_t> keys;
+  std::vector<uint32_t> seen;  // sightings; kAdmitted once the key got a row
+  std::vector<int32_t> last_pass;
+  static constexpr uint32_t kAdmitted = UINT32_MAX;
+  size_t live() const { return keys.size(); }
+};
+
 // Rows live in one growing array per shard (slot i at data[i * stride]),
 // not one allocation per row: millions of small rows stay compact.
-// A row is [dim values | rule state | step stamp (advancing rules only)].
+// A row is [dim values | rule state | step stamp (advancing rules) |
+// show, click, last pass seen (accessor)].
 struct SparseTable::Shard {
   mutable std::mutex mu;
   KeyIndex slot;                                            // guarded by mu; key → slot
   std::vector<int64_t> keys;                                // guarded by mu; slot → key
   std::vector<float> data;                                  // guarded by mu
   std::unordered_map<int64_t, std::vector<float>> pending;  // guarded by mu
+  AdmissionCounts candidates;                               // guarded by mu
+  uint64_t coin = 0;       // guarded by mu; admission-by-probability state
+  // ssd: the batch clock at each slot's last access (least recently used
+  // rows spill first), and this shard's batch clock.
+  std::vector<uint32_t> last_use;  // guarded by mu
+  uint32_t clock = 0;              // guarded by mu
+  int64_t disk_rows = 0;           // guarded by mu; this shard's rows in the database
+  SparseTableCounters counted;     // guarded by mu; admitted, refused, dropped, shrunk, spilled, loaded
+};
+
+// The table's database (ssd class).
+class SparseTable::Disk {
+ public:
+  Disk(const std::string& path, size_t row_floats, bool fresh = true) : db(path, row_floats, fresh) {}
+  RowDb db;
 };
 
 }  // namespace flotilla::ps

@@ -8,30 +8,83 @@
 #include "flotilla/common/strings.h"
 #include "flotilla/ps/slicing.h"
 #include "ps/key_index.h"
-#include "ps/sparse_shard.h"
 #include "ps/row_copy.h"
+#include "ps/sparse_shard.h"
 
 namespace flotilla::ps {
+
+SparseTableClass ParseSparseTableClass(const std::string& name) {
+  if (name == "memory") return SparseTableClass::kMemory;
+  if (name == "ssd") return SparseTableClass::kSsd;
+  FLOTILLA_THROW(InvalidArgument, "sparse table class '", name, "' is not memory or ssd");
+}
+
+namespace {
+
+// Bytes a row costs in memory besides its floats: its key, its LRU stamp
+// and its share of the index (16-byte entries, at most half full, growing
+// by doubling: 2-4 entries per row).
+constexpr size_t kRowOverheadBytes = sizeof(int64_t) + sizeof(uint32_t) + 4 * 16;
+
+}  // namespace
 
 SparseTable::SparseTable(SparseTableConfig config) : config_(std::move(config)) {
   FLOTILLA_ENFORCE(config_.rule != nullptr, "sparse table '", config_.name, "' needs an update rule");
   FLOTILLA_ENFORCE_GE(config_.dim, 1, "sparse table '", config_.name, "' dim");
   FLOTILLA_ENFORCE_GE(config_.num_shards, 1, "sparse table '", config_.name, "' num_shards");
+  const SparseAccessorConfig& a = config_.accessor;
+  FLOTILLA_ENFORCE(a.admit_probability > 0.0f && a.admit_probability <= 1.0f, "sparse table '",
+                   config_.name, "' admit_probability ", a.admit_probability, " is outside (0, 1]");
+  FLOTILLA_ENFORCE(a.admit_count >= 0 && a.delete_after_unseen_passes >= 0, "sparse table '",
+                   config_.name, "': admit_count and delete_after_unseen_passes must be >= 0");
   rule_state_ = config_.rule->StateSize(config_.dim);
   stamped_ = config_.rule->advances();
-  state_size_ = rule_state_ + (stamped_ ? kStampFloats : 0);
+  stats_ = a.keeps_stats();
+  state_size_ = rule_state_ + (stamped_ ? kStampFloats : 0) + (stats_ ? kStatFloats : 0);
   for (int i = 0; i < config_.num_shards; ++i) shards_.push_back(std::make_unique<Shard>());
+  if (config_.table_class == SparseTableClass::kSsd) {
+    FLOTILLA_ENFORCE(!config_.ssd_path.empty(), "ssd sparse table '", config_.name,
+                     "' needs ssd_path (where rows beyond the memory budget go)");
+    const size_t row_bytes = Stride() * sizeof(float) + kRowOverheadBytes;
+    shard_row_budget_ = static_cast<size_t>(std::max<int64_t>(0, config_.memory_budget_bytes)) /
+                        row_bytes / shards_.size();
+    FLOTILLA_ENFORCE(shard_row_budget_ >= 64, "ssd sparse table '", config_.name,
+                     "': memory_budget_bytes ", config_.memory_budget_bytes, " holds fewer than 64 rows of ",
+                     row_bytes, " bytes per shard (", shards_.size(), " shards)");
+    disk_ = std::make_unique<Disk>(config_.ssd_path, Stride());
+    for (auto& s : shards_) {
+      s->data.reserve(shard_row_budget_ * Stride());  // no regrowth spikes above the budget
+      s->keys.reserve(shard_row_budget_);
+      s->last_use.reserve(shard_row_budget_);
+    }
+  }
 }
 
-SparseTable::~SparseTable() = default;
+SparseTable::~SparseTable() {
+  if (disk_ == nullptr) return;
+  const std::string path = disk_->db.path();
+  disk_.reset();
+  RowDb::Destroy(path);
+}
 
-int64_t SparseTable::size() const {
-  int64_t n = 0;
+int64_t SparseTable::size() const { return counters().rows; }
+
+SparseTableCounters SparseTable::counters() const {
+  SparseTableCounters c;
   for (const auto& s : shards_) {
     std::lock_guard<std::mutex> lock(s->mu);
-    n += static_cast<int64_t>(s->keys.size());
+    const SparseTableCounters& k = s->counted;
+    c.memory_rows += static_cast<int64_t>(s->keys.size());
+    c.rows += static_cast<int64_t>(s->keys.size()) + s->disk_rows;
+    c.admitted += k.admitted;
+    c.refused_sightings += k.refused_sightings;
+    c.dropped_pushes += k.dropped_pushes;
+    c.shrunk += k.shrunk;
+    c.spilled += k.spilled;
+    c.loaded += k.loaded;
+    for (uint32_t seen : s->candidates.seen) c.candidates += seen != AdmissionCounts::kAdmitted;
   }
-  return n;
+  return c;
 }
 
 namespace {
@@ -46,29 +99,45 @@ inline uint32_t ShardOfHash(uint64_t hash, size_t shards) {
 
 size_t SparseTable::ShardIndex(uint64_t hash) const { return ShardOfHash(hash, shards_.size()); }
 
-SparseTable::Shard& SparseTable::ShardOf(int64_t key) const {
-  return *shards_[ShardIndex(KeyIndex::Hash(key))];
-}
-
 void SparseTable::CheckSpan(size_t keys, size_t values, const char* op) const {
   FLOTILLA_ENFORCE_EQ(values, keys * static_cast<size_t>(dim()), "sparse table '", name(), "' ",
                       op, ": values must be [keys, dim=", dim(), "]");
 }
 
-// Appends the row of a key just inserted at the end of the shard: initial
-// values from the initializer, fresh rule state, current as of now.
-void SparseTable::AppendRow(Shard& shard, int64_t key) const {
-  const size_t stride = config_.dim + state_size_;
-  shard.keys.push_back(key);
-  shard.data.resize(shard.data.size() + stride);
-  std::span<float> row(shard.data.data() + shard.data.size() - stride, stride);
-  FillInitial(config_.initializer, key, 0, row.first(config_.dim));
-  config_.rule->InitState(config_.dim, row.subspan(config_.dim, rule_state_));
-  if (stamped_) SetStamp(row.data(), step_.load());
+size_t SparseTable::PushWidth(size_t keys, size_t values, const char* op) const {
+  const size_t d = static_cast<size_t>(dim());
+  if (stats_ && values == keys * (d + 2)) return d + 2;
+  FLOTILLA_ENFORCE_EQ(values, keys * d, "sparse table '", name(), "' ", op,
+                      ": values must be [keys, dim=", dim(), "]",
+                      stats_ ? " or [keys, dim + 2] (gradient, show, click)" : "");
+  return d;
 }
 
-// Rows of an advancing rule end with the step they are current at: an
-// int64 in the last kStampFloats floats.
+// A fresh row: initial values from the initializer, fresh rule state,
+// current as of now, seen now.
+void SparseTable::InitRow(int64_t key, float* row) const {
+  FillInitial(config_.initializer, key, 0, std::span<float>(row, config_.dim));
+  config_.rule->InitState(config_.dim, std::span<float>(row + config_.dim, rule_state_));
+  if (stamped_) SetStamp(row, step_.load());
+  if (stats_) {
+    float* s = StatsPtr(row);
+    s[0] = s[1] = 0.0f;
+  }
+  MarkSeen(row);
+}
+
+// Appends a row for a key not in the shard; returns its slot.
+uint32_t SparseTable::AppendRow(Shard& shard, int64_t key) const {
+  const uint32_t slot = static_cast<uint32_t>(shard.keys.size());
+  shard.slot.FindOrInsert(key, slot);
+  shard.keys.push_back(key);
+  shard.data.resize(shard.data.size() + Stride());
+  if (disk_) shard.last_use.push_back(shard.clock);
+  return slot;
+}
+
+// Rows of an advancing rule carry the step they are current at: an int64
+// in kStampFloats floats after the rule state.
 int64_t SparseTable::StampOf(const float* row) const {
   int64_t step;
   std::memcpy(&step, row + config_.dim + rule_state_, sizeof step);
@@ -77,6 +146,19 @@ int64_t SparseTable::StampOf(const float* row) const {
 
 void SparseTable::SetStamp(float* row, int64_t step) const {
   std::memcpy(row + config_.dim + rule_state_, &step, sizeof step);
+}
+
+void SparseTable::MarkSeen(float* row) const {
+  if (!stats_) return;
+  const int32_t pass = pass_.load();
+  std::memcpy(StatsPtr(row) + 2, &pass, sizeof pass);
+}
+
+void SparseTable::AddStats(float* row, const float* show_click) const {
+  if (!stats_) return;
+  float* s = StatsPtr(row);
+  s[0] += show_click[0];
+  s[1] += show_click[1];
 }
 
 void SparseTable::CatchUp(float* row, int64_t now) const {
@@ -96,18 +178,27 @@ int64_t SparseTable::BeginStep(float lr) {
 
 int64_t SparseTable::Now() const { return stamped_ ? step_.load() : kNoCatchUp; }
 
-// The slot of `key`, its row created when missing. Callers hold the shard
-// lock. Inline: batches call it per key, and the found case is a probe.
-inline uint32_t SparseTable::SlotOf(Shard& shard, int64_t key, uint64_t hash) const {
-  auto [slot, inserted] = shard.slot.FindOrInsert(key, hash, static_cast<uint32_t>(shard.keys.size()));
-  if (inserted) AppendRow(shard, key);
-  return slot;
-}
-
-std::span<float> SparseTable::RowOf(Shard& shard, int64_t key) const {
-  const size_t stride = config_.dim + state_size_;
-  const uint32_t slot = SlotOf(shard, key, KeyIndex::Hash(key));
-  return {shard.data.data() + size_t{slot} * stride, stride};
+// Whether a sighted key without a row gets one now. Callers hold the shard lock.
+bool SparseTable::Admit(Shard& shard, int64_t key) {
+  const SparseAccessorConfig& a = config_.accessor;
+  if (a.admits_all()) return true;
+  AdmissionCounts& c = shard.candidates;
+  auto [at, fresh] = c.slot.FindOrInsert(key, static_cast<uint32_t>(c.keys.size()));
+  if (fresh) {
+    c.keys.push_back(key);
+    c.seen.push_back(0);
+    c.last_pass.push_back(0);
+  }
+  c.last_pass[at] = pass_.load();
+  bool admit;
+  if (a.admit_probability < 1.0f) {
+    shard.coin = MixBits(shard.coin + 0x9E3779B97F4A7C15ull);
+    admit = static_cast<double>(shard.coin >> 11) * (1.0 / 9007199254740992.0) < a.admit_probability;
+  } else {
+    admit = ++c.seen[at] >= static_cast<uint32_t>(a.admit_count);
+  }
+  if (admit) c.seen[at] = AdmissionCounts::kAdmitted;
+  return admit;
 }
 
 namespace {
@@ -117,23 +208,68 @@ struct RowBatch {
   std::vector<uint64_t> hash;   // per key
   std::vector<uint32_t> shard;  // per key
   std::vector<uint32_t> order;  // key positions grouped by shard
-  std::vector<uint32_t> slot;   // per grouped position
-  std::vector<float*> rows;     // per grouped position
+  std::vector<int64_t> slot;    // per grouped position; -1: no row
+  std::vector<float*> rows;     // accepted rows of the shard in hand
+  std::vector<uint32_t> accepted, refused;  // their positions
 };
 
 }  // namespace
 
+// Gives a row to each key of the shard's batch that has none (slot < 0):
+// back from disk (ssd), or fresh when `access` allows; keys left without
+// one keep slot -1. Callers hold the shard lock.
+void SparseTable::ResolveMissing(Shard& shard, std::span<const int64_t> keys,
+                                 std::span<const uint32_t> order, std::span<int64_t> slot,
+                                 Access access) {
+  std::vector<size_t> missing;
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (slot[k] < 0) missing.push_back(k);
+  }
+  if (missing.empty()) return;
+  if (disk_) {
+    MakeRoom(shard, missing.size());
+    for (size_t k = 0; k < order.size(); ++k) slot[k] = shard.slot.Find(keys[order[k]]);
+    if (shard.disk_rows > 0) {
+      std::vector<int64_t> wanted;
+      for (size_t k : missing) wanted.push_back(keys[order[k]]);
+      disk_->db.Take(wanted, [&](size_t i, const float* row) {
+        const int64_t key = wanted[i];
+        if (shard.slot.Find(key) >= 0) return;  // a repeat of a key already back
+        const uint32_t s = AppendRow(shard, key);
+        std::memcpy(shard.data.data() + size_t{s} * Stride(), row, Stride() * sizeof(float));
+        --shard.disk_rows;
+        ++shard.counted.loaded;
+      });
+    }
+  }
+  const bool admission = !config_.accessor.admits_all();
+  for (size_t k : missing) {
+    const int64_t key = keys[order[k]];
+    slot[k] = shard.slot.Find(key);  // back from disk, or a repeat created just now
+    if (slot[k] >= 0) continue;
+    const bool create = access == Access::kCreate || !admission ||
+                        (access == Access::kSighting && Admit(shard, key));
+    if (!create) continue;
+    slot[k] = AppendRow(shard, key);
+    InitRow(key, shard.data.data() + size_t(slot[k]) * Stride());
+    ++shard.counted.admitted;
+  }
+}
+
 // Calls fn(rows, positions) once per shard the batch touches, under the
 // shard's lock: rows[j] is the row (values, then rule state) of
-// keys[positions[j]], created when missing and, unless `now` is
-// kNoCatchUp, brought up to step `now` (see UpdateRule::advances). Keys
-// are grouped by shard so each lock is taken once per batch; keys of one
-// shard keep their order (repeated keys apply in order). Resolving a
-// shard's rows prefetches index entries kLookAhead keys ahead, then every
-// row, so the caller's pass over them runs from cache. A batch is not
-// atomic across shards, which none of the modes needs.
-template <typename Fn>
-void SparseTable::ForEachShard(std::span<const int64_t> keys, int64_t now, Fn&& fn) {
+// keys[positions[j]], brought up to step `now` unless it is kNoCatchUp
+// (see UpdateRule::advances). Keys without a row get one as `access` and
+// the accessor allow; the positions of keys left without one go to
+// refused(positions) under the same lock. Keys are grouped by shard so
+// each lock is taken once per batch; keys of one shard keep their order
+// (repeated keys apply in order). Resolving a shard's rows prefetches
+// index entries kLookAhead keys ahead, then every row, so the caller's
+// pass over them runs from cache. A batch is not atomic across shards,
+// which none of the modes needs.
+template <typename Fn, typename Refused>
+void SparseTable::ForEachShard(std::span<const int64_t> keys, int64_t now, Access access, Fn&& fn,
+                               Refused&& refused) {
   constexpr size_t kLookAhead = 16;
   thread_local RowBatch batch;
   const size_t n = shards_.size(), count = keys.size();
@@ -141,13 +277,11 @@ void SparseTable::ForEachShard(std::span<const int64_t> keys, int64_t now, Fn&& 
   batch.shard.resize(count);
   batch.order.resize(count);
   batch.slot.resize(count);
-  batch.rows.resize(count);
   // Raw pointers: the thread_local's address is not reloaded in the loops.
   uint64_t* const hash = batch.hash.data();
   uint32_t* const shard_of = batch.shard.data();
   uint32_t* const order = batch.order.data();
-  uint32_t* const slot = batch.slot.data();
-  float** const rows = batch.rows.data();
+  int64_t* const slot = batch.slot.data();
   std::vector<size_t> start(n + 1, 0);
   for (size_t i = 0; i < count; ++i) {
     hash[i] = KeyIndex::Hash(keys[i]);
@@ -157,76 +291,134 @@ void SparseTable::ForEachShard(std::span<const int64_t> keys, int64_t now, Fn&& 
   for (size_t s = 0; s < n; ++s) start[s + 1] += start[s];
   std::vector<size_t> fill(start.begin(), start.end() - 1);
   for (size_t i = 0; i < count; ++i) order[fill[shard_of[i]]++] = static_cast<uint32_t>(i);
-  const size_t stride = config_.dim + state_size_;
+  const size_t stride = Stride();
   for (size_t s = 0; s < n; ++s) {
     const size_t begin = start[s], end = start[s + 1];
     if (begin == end) continue;
     Shard& shard = *shards_[s];
     std::lock_guard<std::mutex> lock(shard.mu);
-    // Slots first: creating a row may move the shard's data.
+    ++shard.clock;
+    bool all_found = true;
     for (size_t k = begin; k < end; ++k) {
       if (k + kLookAhead < end) shard.slot.Prefetch(hash[order[k + kLookAhead]]);
-      slot[k] = SlotOf(shard, keys[order[k]], hash[order[k]]);
+      slot[k] = shard.slot.Find(keys[order[k]], hash[order[k]]);
+      if (slot[k] < 0) {
+        all_found = false;
+      } else if (disk_) {
+        shard.last_use[slot[k]] = shard.clock;  // in use: not spilled by this batch
+      }
     }
+    // Rows first: creating one may move the shard's data.
+    if (!all_found) {
+      ResolveMissing(shard, keys, std::span<const uint32_t>(order + begin, end - begin),
+                     std::span<int64_t>(slot + begin, end - begin), access);
+    }
+    batch.rows.clear();
+    batch.accepted.clear();
+    batch.refused.clear();
     float* const data = shard.data.data();
     for (size_t k = begin; k < end; ++k) {
-      rows[k] = data + size_t{slot[k]} * stride;
-      __builtin_prefetch(rows[k]);
+      if (slot[k] < 0) {
+        batch.refused.push_back(order[k]);
+        continue;
+      }
+      float* row = data + size_t(slot[k]) * stride;
+      __builtin_prefetch(row);
+      batch.rows.push_back(row);
+      batch.accepted.push_back(order[k]);
+    }
+    if (stats_) {
+      for (float* row : batch.rows) MarkSeen(row);
     }
     if (now != kNoCatchUp) {
-      for (size_t k = begin; k < end; ++k) CatchUp(rows[k], now);
+      for (float* row : batch.rows) CatchUp(row, now);
     }
-    fn(std::span<float* const>(rows + begin, end - begin),
-       std::span<const uint32_t>(order + begin, end - begin));
+    if (!batch.refused.empty()) refused(shard, std::span<const uint32_t>(batch.refused));
+    if (!batch.rows.empty()) {
+      fn(std::span<float* const>(batch.rows), std::span<const uint32_t>(batch.accepted));
+    }
   }
 }
 
 template <typename Fn>
-void SparseTable::ForEachRow(std::span<const int64_t> keys, int64_t now, Fn&& fn) {
-  ForEachShard(keys, now, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
-    for (size_t j = 0; j < rows.size(); ++j) fn(rows[j], positions[j]);
-  });
+void SparseTable::ForEachRow(std::span<const int64_t> keys, int64_t now, Access access, Fn&& fn) {
+  ForEachShard(
+      keys, now, access,
+      [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+        for (size_t j = 0; j < rows.size(); ++j) fn(rows[j], positions[j]);
+      },
+      [](Shard&, std::span<const uint32_t>) {});
 }
 
 void SparseTable::Pull(std::span<const int64_t> keys, std::span<float> out) {
   CheckSpan(keys.size(), out.size(), "Pull");
   const size_t d = dim();
-  ForEachRow(keys, Now(), [&](const float* row, size_t i) { CopyRow(&out[i * d], row, d); });
+  ForEachShard(
+      keys, Now(), Access::kSighting,
+      [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+        for (size_t j = 0; j < rows.size(); ++j) CopyRow(&out[positions[j] * d], rows[j], d);
+      },
+      [&](Shard& shard, std::span<const uint32_t> positions) {  // not admitted (yet): zeros
+        for (uint32_t i : positions) std::fill_n(&out[i * d], d, 0.0f);
+        shard.counted.refused_sightings += static_cast<int64_t>(positions.size());
+      });
+}
+
+// One step of the rule over rows that exist (or may be created); keys
+// refused a row drop their gradient.
+void SparseTable::ApplyGrads(std::span<const int64_t> keys, const float* grads, size_t width,
+                             float rate, int64_t step) {
+  const size_t d = dim();
+  thread_local std::vector<const float*> grad_of;
+  ForEachShard(
+      keys, step, Access::kExisting,
+      [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+        grad_of.resize(rows.size());
+        for (size_t j = 0; j < rows.size(); ++j) grad_of[j] = grads + positions[j] * width;
+        config_.rule->ApplyRows(rows, grad_of, dim(), rate);
+        if (width > d) {
+          for (size_t j = 0; j < rows.size(); ++j) AddStats(rows[j], grad_of[j] + d);
+        }
+        if (step == kNoCatchUp) return;
+        for (float* row : rows) SetStamp(row, std::max(StampOf(row), step + 1));
+      },
+      [](Shard& shard, std::span<const uint32_t> positions) {
+        shard.counted.dropped_pushes += static_cast<int64_t>(positions.size());
+      });
 }
 
 void SparseTable::Push(std::span<const int64_t> keys, std::span<const float> grads,
                        std::optional<float> lr) {
-  CheckSpan(keys.size(), grads.size(), "Push");
-  const size_t d = dim();
-  thread_local std::vector<const float*> grad_of;
+  const size_t width = PushWidth(keys.size(), grads.size(), "Push");
   // Each push is a step of an advancing rule: rows catch up to the step
   // before it, then stand at the step after it.
   const float rate = lr.value_or(rule().learning_rate());
   const int64_t step = stamped_ ? BeginStep(rate) : kNoCatchUp;
-  ForEachShard(keys, step, [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
-    grad_of.resize(rows.size());
-    for (size_t j = 0; j < rows.size(); ++j) grad_of[j] = grads.data() + positions[j] * d;
-    config_.rule->ApplyRows(rows, grad_of, dim(), rate);
-    if (step == kNoCatchUp) return;
-    for (float* row : rows) SetStamp(row, std::max(StampOf(row), step + 1));
-  });
+  ApplyGrads(keys, grads.data(), width, rate, step);
 }
 
 void SparseTable::Accumulate(std::span<const int64_t> keys, std::span<const float> grads,
                              std::optional<float> lr) {
-  CheckSpan(keys.size(), grads.size(), "Accumulate");
+  const size_t width = PushWidth(keys.size(), grads.size(), "Accumulate");
   if (lr) {
     std::lock_guard<std::mutex> lock(pending_mu_);
     pending_lr_ = lr;
   }
   const size_t d = dim();
   for (size_t i = 0; i < keys.size(); ++i) {
-    Shard& s = ShardOf(keys[i]);
+    Shard& s = *shards_[ShardIndex(KeyIndex::Hash(keys[i]))];
     std::lock_guard<std::mutex> lock(s.mu);
     auto [it, inserted] = s.pending.try_emplace(keys[i], d, 0.0f);
-    const float* g = grads.data() + i * d;
+    const float* g = grads.data() + i * width;
     for (size_t j = 0; j < d; ++j) it->second[j] += g[j];
   }
+  if (width == d) return;
+  ForEachShard(
+      keys, kNoCatchUp, Access::kExisting,
+      [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+        for (size_t j = 0; j < rows.size(); ++j) AddStats(rows[j], &grads[positions[j] * width + d]);
+      },
+      [](Shard&, std::span<const uint32_t>) {});
 }
 
 bool SparseTable::HasPending() const {
@@ -240,38 +432,46 @@ bool SparseTable::HasPending() const {
 void SparseTable::ApplyPending(int divisor) {
   FLOTILLA_ENFORCE_GE(divisor, 1, "sparse table '", name(), "' ApplyPending");
   const float scale = 1.0f / static_cast<float>(divisor);
-  const size_t d = dim();
   float rate = rule().learning_rate();
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
     rate = pending_lr_.value_or(rate);
   }
-  const int64_t step = stamped_ ? BeginStep(rate) : kNoCatchUp;  // a round is one step
+  std::vector<int64_t> keys;
+  std::vector<float> grads;
   for (const auto& s : shards_) {
     std::lock_guard<std::mutex> lock(s->mu);
     for (auto& [key, grad] : s->pending) {
-      for (float& g : grad) g *= scale;
-      std::span<float> row = RowOf(*s, key);
-      if (stamped_) CatchUp(row.data(), step);
-      config_.rule->Apply(row.first(d), row.subspan(d, rule_state_), grad, rate);
-      if (stamped_) SetStamp(row.data(), step + 1);
+      keys.push_back(key);
+      for (float g : grad) grads.push_back(g * scale);
     }
     s->pending.clear();
   }
+  const int64_t step = stamped_ ? BeginStep(rate) : kNoCatchUp;  // a round is one step
+  ApplyGrads(keys, grads.data(), dim(), rate, step);
 }
 
 void SparseTable::PushDelta(std::span<const int64_t> keys, std::span<const float> deltas) {
   CheckSpan(keys.size(), deltas.size(), "PushDelta");
   const size_t d = dim();
-  ForEachRow(keys, Now(), [&](float* row, size_t i) {
-    for (size_t j = 0; j < d; ++j) row[j] += deltas[i * d + j];
-  });
+  ForEachShard(
+      keys, Now(), Access::kExisting,
+      [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
+        for (size_t j = 0; j < rows.size(); ++j) {
+          const float* delta = &deltas[positions[j] * d];
+          for (size_t c = 0; c < d; ++c) rows[j][c] += delta[c];
+        }
+      },
+      [](Shard& shard, std::span<const uint32_t> positions) {
+        shard.counted.dropped_pushes += static_cast<int64_t>(positions.size());
+      });
 }
 
 void SparseTable::Set(std::span<const int64_t> keys, std::span<const float> values) {
   CheckSpan(keys.size(), values.size(), "Set");
   const size_t d = dim();
-  ForEachRow(keys, Now(), [&](float* row, size_t i) { CopyRow(row, &values[i * d], d); });
+  ForEachRow(keys, Now(), Access::kCreate,
+             [&](float* row, size_t i) { CopyRow(row, &values[i * d], d); });
 }
 
 }  // namespace flotilla::ps

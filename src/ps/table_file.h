@@ -13,7 +13,9 @@
 
 namespace flotilla::ps {
 
-enum class TableKind : uint32_t { kDense = 1, kSparse = 2 };
+// kSparseSsd: the header of an ssd table's save, whose rows are in the
+// database directory "<file>.db" beside it.
+enum class TableKind : uint32_t { kDense = 1, kSparse = 2, kSparseSsd = 3 };
 
 // "<dir>/<table>.server<i>-of-<n>.tbl", with characters outside
 // [A-Za-z0-9._-] in the table name replaced by '_'.

@@ -39,8 +39,26 @@
 #include <vector>
 
 #include "flotilla/framework/program.h"
+#include "flotilla/ps/sparse_table.h"
 
 namespace flotilla::fleet {
+
+// How the servers keep sparse tables (strategy.sparse_table_configs): the
+// table class, and Paddle's CTR accessor rules for admitting and dropping
+// rows. Applies to every sparse table of the job.
+struct SparseTableSettings {
+  std::string table_class = "memory";  // memory | ssd
+  // ssd: the memory one server gives its sparse tables' rows (shared by the
+  // tables in proportion to their row sizes), and where the rest go (a
+  // directory per server and table below it; default FLOTILLA_PS_SSD_DIR,
+  // else $TMPDIR or /tmp).
+  int64_t memory_budget_mb = 0;
+  std::string ssd_path;
+  ps::SparseAccessorConfig accessor;
+  // The label variable: each id's instance's label counts as its click in
+  // the show/click statistics pushes carry (empty: shows only).
+  std::string click_var;
+};
 
 struct DistributeTranspilerConfig {
   // "sync" | "async" | "geo". transpile()'s sync_mode=false selects "async"
@@ -59,6 +77,7 @@ struct DistributeTranspilerConfig {
   // Per-server give-up time of a trainer's RPC (0: FLOTILLA_PS_TIMEOUT_MS or 30 s).
   int64_t rpc_timeout_ms = 0;
   std::string token;  // shared secret; default FLOTILLA_PS_TOKEN
+  SparseTableSettings sparse;
 };
 
 // One parameter the servers hold, as the transpiler found it.

@@ -62,10 +62,13 @@ class DistributedStrategy {
   void set_a_sync(bool v) { proto_.set_a_sync(v); }
   const proto::AsyncConfig& a_sync_configs() const { return proto_.a_sync_configs(); }
   proto::AsyncConfig& a_sync_configs() { return *proto_.mutable_a_sync_configs(); }
+  const proto::SparseTableConfigs& sparse_table_configs() const { return proto_.sparse_table_configs(); }
+  proto::SparseTableConfigs& sparse_table_configs() { return *proto_.mutable_sparse_table_configs(); }
 
   // Throws InvalidArgument naming the first field out of range (comm_num < 1,
   // fuse_grad_size_in_MB < 1, k_steps < 1, begin_step < 1, localsgd together
-  // with gradient_merge).
+  // with gradient_merge, sparse_table_configs' table_class other than
+  // memory / ssd, admit_probability outside (0, 1], negative counts).
   void Validate() const;
 
  private:

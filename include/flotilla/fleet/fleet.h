@@ -149,6 +149,12 @@ class Fleet {
   void init_worker(bool servers_loaded = false);
   // Flushes what is queued, tells the servers this worker is done. Idempotent.
   void stop_worker();
+  // Ends a pass (Paddle's fleet.shrink): every worker calls it; after all
+  // arrived, what is queued is pushed and worker 0 has every server decay
+  // its sparse rows' show/click statistics and drop the rows
+  // strategy.sparse_table_configs calls stale. Returns the rows dropped
+  // (on worker 0; 0 on the others). Blocking.
+  int64_t shrink();
   // The transpiler of a parameter-server job (nullptr otherwise), e.g. for
   // get_test_program().
   const DistributeTranspiler* ps_transpiler() const;
@@ -216,6 +222,7 @@ void init_server(const std::string& model_dir = "");
 void run_server();
 void init_worker(bool servers_loaded = false);
 void stop_worker();
+int64_t shrink();
 
 // Loads what save_persistables wrote into `scope` (default global_scope()),
 // in any process — distributed or not.

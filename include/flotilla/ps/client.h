@@ -129,6 +129,9 @@ class PsClient {
   // Every server saves / loads its tables under dir (a path on the servers).
   void Save(const std::string& dir);
   void Load(const std::string& dir);
+  // Ends a pass on every server's sparse tables (SparseTable::Shrink);
+  // returns the rows dropped over all servers.
+  int64_t Shrink();
   // Tells every server this trainer is done (Executor::close()); idempotent.
   // Servers whose trainers have all finished leave PsServer::Run().
   void Finish();

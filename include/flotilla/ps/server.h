@@ -60,6 +60,7 @@ class PsServer {
   // Throws NotFound naming the table.
   DenseTable& dense(const std::string& name);
   SparseTable& sparse(const std::string& name);
+  bool has_sparse(const std::string& name) const;
   std::vector<std::string> table_names() const;
 
   // Binds and starts serving in the background. Throws Unavailable naming
@@ -86,6 +87,9 @@ class PsServer {
   // for a damaged or mismatching one (tables are then left unchanged only
   // for files not yet read).
   void Load(const std::string& dir);
+  // Ends a pass on every sparse table (SparseTable::Shrink); returns the
+  // rows dropped.
+  int64_t Shrink();
 
   const PsServerOptions& options() const;
 

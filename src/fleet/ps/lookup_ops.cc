@@ -99,29 +99,52 @@ void LookupKernel(ExecutionContext& ctx) {
   if (!u.keys.empty()) FillOutput(*rt, ctx.Attr<std::string>("table_name"), u, dim, o);
 }
 
+// The clicks of the ids: the Click input holds one value per instance
+// (its label); an instance's ids share it. Empty without the input.
+std::vector<float> ClicksOfIds(const ExecutionContext& ctx, int64_t ids) {
+  if (!ctx.HasInput("Click")) return {};
+  const Tensor& click = ctx.Input("Click");
+  const int64_t instances = click.numel();
+  FLOTILLA_CHECK(instances > 0 && ids % instances == 0, InvalidArgument, ctx.Where(), ": ", ids,
+                 " ids are not a whole number of ids per instance of the ", instances, " clicks");
+  std::vector<float> out(static_cast<size_t>(ids));
+  const float* c = click.data<float>();
+  for (int64_t i = 0; i < ids; ++i) out[i] = c[i / (ids / instances)];
+  return out;
+}
+
 // W@GRAD = SelectedRows{rows = the distinct ids, value = the sum of
 // Out@GRAD's rows of each}: repeated ids are merged on the trainer, so a
 // push carries each key once (what the servers' rules would sum anyway;
-// Paddle merges before its sparse optimizers too). Padding ids are left out.
+// Paddle merges before its sparse optimizers too). Padding ids are left
+// out. With attribute with_stats each row also carries the id's show
+// (occurrences) and click count: [rows, dim + 2], the push format of
+// tables that keep accessor statistics.
 void LookupGradKernel(ExecutionContext& ctx) {
   const Tensor& ids_t = ctx.Input("Ids");
   const Tensor& dout = ctx.Input("Out@GRAD");
   int64_t n = ids_t.numel(), dim = ctx.Attr<int64_t>("dim");
   ScopeVar* var = ctx.OutputVar("W@GRAD");
   if (var == nullptr) return;
+  const bool with_stats = ctx.AttrOr<bool>("with_stats", false);
+  const int64_t width = dim + (with_stats ? 2 : 0);
+  const std::vector<float> clicks = with_stats ? ClicksOfIds(ctx, n) : std::vector<float>{};
   UniqueIds u = Distinct(ids_t.data<int64_t>(), n, ctx.Attr<int64_t>("padding_idx"));
   SelectedRows* g = var->IsSelectedRows() ? var->GetMutableSelectedRows() : var->ResetSelectedRows();
   g->set_height(ctx.Attr<int64_t>("height"));
   Tensor* value = g->mutable_value();
-  value->Resize({static_cast<int64_t>(u.keys.size()), dim});
+  value->Resize({static_cast<int64_t>(u.keys.size()), width});
   float* v = value->mutable_data<float>();
-  std::memset(v, 0, sizeof(float) * u.keys.size() * dim);
+  std::memset(v, 0, sizeof(float) * u.keys.size() * width);
   const float* d = dout.data<float>();
   for (int64_t i = 0; i < n; ++i) {
     if (u.position[i] < 0) continue;
-    float* row = v + u.position[i] * dim;
+    float* row = v + u.position[i] * width;
     const float* in = d + i * dim;
     for (int64_t j = 0; j < dim; ++j) row[j] += in[j];
+    if (!with_stats) continue;
+    row[dim] += 1.0f;
+    if (!clicks.empty()) row[dim + 1] += clicks[i];
   }
   *g->mutable_rows() = std::move(u.keys);
 }
@@ -139,7 +162,7 @@ void RegisterPsLookupOps() {
               .no_grad_inputs = {"Ids"}});
   r.Register({.type = "distributed_lookup_table_grad",
               .kernels = {{Place::Kind::kCPU, LookupGradKernel}},
-              .default_attrs = {{"padding_idx", int64_t{-1}}}});
+              .default_attrs = {{"padding_idx", int64_t{-1}}, {"with_stats", false}}});
 }
 
 }  // namespace internal

@@ -1,7 +1,12 @@
 // listen_and_serv: the body of a pserver program. Runs one PsServer with the
 // tables in attribute "tables" (JSON, see table_spec.h) until every trainer
 // has finished (Executor::close()), then returns so the program ends.
+#include <csignal>
+#include <filesystem>
+#include <memory>
 #include <mutex>
+
+#include <nlohmann/json.hpp>
 
 #include "fleet/ps/ps_ops.h"
 #include "fleet/ps/table_spec.h"
@@ -14,6 +19,21 @@ namespace flotilla::fleet {
 
 namespace {
 
+// One JSON line per sparse table with what its accessor and spills did.
+void LogSparseCounters(ps::PsServer& server) {
+  for (const auto& name : server.table_names()) {
+    if (!server.has_sparse(name)) continue;
+    const ps::SparseTableCounters c = server.sparse(name).counters();
+    log::Info("pserver table {}", nlohmann::json{{"table", name}, {"rows", c.rows},
+                                                  {"memory_rows", c.memory_rows}, {"admitted", c.admitted},
+                                                  {"refused_sightings", c.refused_sightings},
+                                                  {"dropped_pushes", c.dropped_pushes},
+                                                  {"shrunk", c.shrunk}, {"spilled", c.spilled},
+                                                  {"loaded", c.loaded}}
+                                        .dump());
+  }
+}
+
 void ListenAndServKernel(ExecutionContext& ctx) {
   ps::PsServerOptions opt;
   std::string endpoint = ctx.Attr<std::string>("endpoint");
@@ -24,19 +44,31 @@ void ListenAndServKernel(ExecutionContext& ctx) {
   opt.mode = ps::ParsePsMode(ctx.Attr<std::string>("mode"));
   opt.token = ctx.AttrOr<std::string>("token", "");
   if (opt.token.empty()) opt.token = env::GetOr("FLOTILLA_PS_TOKEN", "");
-  ps::PsServer server(opt);
-  AddTables(server, TablesFromJson(ctx.Attr<std::string>("tables"), ctx.Where()),
-            ctx.Attr<int64_t>("min_block_size"));
+  const std::string sparse_json = ctx.AttrOr<std::string>("sparse_config", "");
+  const SparseTableSettings sparse =
+      sparse_json.empty() ? SparseTableSettings{} : SparseSettingsFromJson(sparse_json, ctx.Where());
+  const bool ssd = sparse.table_class == "ssd";
+  if (ssd) RemoveStaleSsdDirs(sparse);
+  auto server = std::make_unique<ps::PsServer>(opt);
+  AddTables(*server, TablesFromJson(ctx.Attr<std::string>("tables"), ctx.Where()),
+            ctx.Attr<int64_t>("min_block_size"), sparse);
   std::string model_dir = ctx.AttrOr<std::string>("model_dir", "");
   if (!model_dir.empty()) {
-    server.Load(model_dir);
+    server->Load(model_dir);
     log::Info("pserver {}: loaded tables from {}", endpoint, model_dir);
   }
-  server.Start();
+  server->Start();
   log::Info("pserver {} serving {} table(s) for {} trainer(s), {} mode", endpoint,
-            server.table_names().size(), opt.num_trainers, ps::PsModeName(opt.mode));
-  server.Run();
+            server->table_names().size(), opt.num_trainers, ps::PsModeName(opt.mode));
+  server->Run();
   log::Info("pserver {}: every trainer finished", endpoint);
+  LogSparseCounters(*server);
+  // The launcher stops servers once the trainers are gone; what is left to
+  // do (ssd tables removing their databases) must not be cut short.
+  auto previous = std::signal(SIGTERM, SIG_IGN);
+  server.reset();
+  if (ssd) std::filesystem::remove_all(SsdServerDir(sparse, opt.server_index));
+  std::signal(SIGTERM, previous);
 }
 
 }  // namespace

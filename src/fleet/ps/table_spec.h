@@ -29,9 +29,20 @@ int64_t Numel(const Dims& dims);
 ps::UpdateRuleConfig RuleConfig(const PsTableInfo& table);
 ps::InitializerConfig InitConfig(const PsTableInfo& table);
 
+// The directory under which a server keeps its ssd tables' databases:
+// <ssd base>/server<i>-<pid>. Directories of that form left by processes
+// that no longer run (a killed server) are removed by RemoveStaleSsdDirs.
+std::string SsdServerDir(const SparseTableSettings& settings, int server_index);
+void RemoveStaleSsdDirs(const SparseTableSettings& settings);
+
+std::string SparseSettingsToJson(const SparseTableSettings& settings);
+SparseTableSettings SparseSettingsFromJson(const std::string& text, const std::string& what);
+
 // Adds the tables server `server_index` holds (every sparse table; every
-// dense one, the table holding only the blocks placed there).
+// dense one, the table holding only the blocks placed there). Sparse
+// tables follow `sparse`: an ssd table's database goes to
+// SsdServerDir(sparse, server index)/<table>.
 void AddTables(ps::PsServer& server, const std::vector<PsTableInfo>& tables,
-               int64_t min_block_size);
+               int64_t min_block_size, const SparseTableSettings& sparse = {});
 
 }  // namespace flotilla::fleet
