@@ -18,6 +18,7 @@ packages=(
   slurm-wlm munge util-linux
   # The Kubernetes manifests' schema check and pod simulation read YAML.
   python3-yaml
+  # ssd sparse tables of the parameter servers (rows beyond a memory budget).
   librocksdb-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then

@@ -29,6 +29,18 @@ std::vector<std::unique_lock<std::mutex>> SparseTable::LockAll() const {
   return locks;
 }
 
+// Forgets a shard's rows in memory and its disk count (the caller
+// replaces the database). Callers hold the shard lock.
+void SparseTable::EmptyShard(Shard& s) {
+  s.slot.Clear();
+  s.keys.clear();
+  s.data.clear();
+  s.last_use.clear();
+  s.pending.clear();
+  s.candidates = {};
+  s.disk_rows = 0;
+}
+
 void SparseTable::SaveTo(const std::string& path) const {
   if (disk_ == nullptr) {
     WriteTableFile(path, TableKind::kSparse, Serialize());
@@ -76,15 +88,7 @@ void SparseTable::LoadFrom(const std::string& path) {
   RowDb::Destroy(live);
   RowDb::Clone(DbDir(path), live);
   disk_ = std::make_unique<Disk>(live, Stride(), /*fresh=*/false);
-  for (auto& s : shards_) {
-    s->slot.Clear();
-    s->keys.clear();
-    s->data.clear();
-    s->last_use.clear();
-    s->pending.clear();
-    s->candidates = {};
-    s->disk_rows = 0;
-  }
+  for (auto& s : shards_) EmptyShard(*s);
   if (saved_shards == shards_.size()) {
     for (size_t i = 0; i < shards_.size(); ++i) shards_[i]->disk_rows = per_shard[i];
   } else {
@@ -101,15 +105,7 @@ void SparseTable::LoadFrom(const std::string& path) {
 void SparseTable::InstallOnDisk(
     const std::function<void(const std::function<void(int64_t, const float*)>&)>& rows) {
   const auto locks = LockAll();
-  for (auto& s : shards_) {
-    s->slot.Clear();
-    s->keys.clear();
-    s->data.clear();
-    s->last_use.clear();
-    s->pending.clear();
-    s->candidates = {};
-    s->disk_rows = 0;
-  }
+  for (auto& s : shards_) EmptyShard(*s);
   const std::string live = disk_->db.path();
   disk_.reset();
   disk_ = std::make_unique<Disk>(live, Stride(), /*fresh=*/true);

@@ -195,6 +195,7 @@ class SparseTable {
   // Every shard's lock, in shard order (saves, loads, shrinking the disk).
   std::vector<std::unique_lock<std::mutex>> LockAll() const;
   void MakeRoom(Shard& shard, size_t incoming);
+  static void EmptyShard(Shard& shard);
   void InstallOnDisk(const std::function<void(const std::function<void(int64_t, const float*)>&)>& rows);
   void Compact(Shard& shard, const std::vector<bool>& drop) const;
   bool Stale(float* row, int32_t pass) const;  // decays its stats first
