@@ -24,6 +24,9 @@
 // Restarts: --save_dir D --save_at_step K saves after step K (tables on the
 // servers, the rest from worker 0); --load_dir D --skip_samples S starts
 // from that save and skips the samples already trained on.
+// --checkpoint_dir D --checkpoint_every N: fleet checkpoints (the servers'
+// tables included) every N steps; a job started again resumes from the
+// newest one, skipping the samples its steps consumed.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fstream>
@@ -34,6 +37,7 @@
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/fleet/checkpoint.h"
 #include "flotilla/fleet/fleet.h"
 #include "flotilla/io/datasets/ctr.h"
 #include "flotilla/ps/trainer_runtime.h"
@@ -78,6 +82,8 @@ struct Flags {
   std::string save_dir, load_dir;
   int64_t save_at_step = 0;
   int64_t skip_samples = 0;
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
 };
 
 struct Model {
@@ -195,13 +201,21 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
   fleet::init_worker(/*servers_loaded=*/!f.load_dir.empty());
   Prefill(f.prefill_rows);
   Program test = fleet::default_fleet().ps_transpiler()->get_test_program(test_clone);
+  int64_t steps = 0, skip = f.skip_samples;
+  if (!f.checkpoint_dir.empty()) {
+    if (auto state = fleet::load_checkpoint(exe, f.checkpoint_dir)) {
+      steps = state->step;
+      skip += steps * f.batch_size;
+      std::cout << "resumed at step " << steps << std::endl;
+    }
+  }
   Source train(f, f.train_file, f.seed + 1 + fleet::worker_index(), f.skip_samples + f.train_samples);
-  for (int64_t skipped = 0; skipped < f.skip_samples;) {  // what a restarted job trained on already
-    auto b = train.Next(std::min(f.batch_size, f.skip_samples - skipped));
+  for (int64_t skipped = 0; skipped < skip;) {  // what an earlier job trained on already
+    auto b = train.Next(std::min(f.batch_size, skip - skipped));
     if (!b) break;
     skipped += b->size();
   }
-  int64_t samples = 0, steps = 0, dropped = 0;
+  int64_t samples = 0, dropped = 0;
   const int64_t per_pass = (f.train_samples + f.passes - 1) / f.passes;
   auto start = std::chrono::steady_clock::now();
   while (auto b = train.Next(f.batch_size)) {
@@ -210,6 +224,9 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
     if (++steps % f.log_every == 0) {
       std::cout << "worker " << fleet::worker_index() << " step " << steps << " loss "
                 << out[0].data<float>()[0] << std::endl;
+    }
+    if (f.checkpoint_every > 0 && steps % f.checkpoint_every == 0) {
+      fleet::save_checkpoint(exe, f.checkpoint_dir, steps);
     }
     if (steps == f.save_at_step && !f.save_dir.empty()) {
       fleet::save_persistables(exe, f.save_dir);
@@ -305,6 +322,8 @@ int main(int argc, char** argv) {
   app.add_option("--save_at_step", f.save_at_step, "the step after which to save");
   app.add_option("--load_dir", f.load_dir, "start from this save (servers load their tables)");
   app.add_option("--skip_samples", f.skip_samples, "skip this many training samples first");
+  app.add_option("--checkpoint_dir", f.checkpoint_dir, "fleet checkpoints: resume from the newest, save here");
+  app.add_option("--checkpoint_every", f.checkpoint_every, "save a checkpoint every this many steps");
   CLI11_PARSE(app, argc, argv);
   if (f.lr == 0) f.lr = f.mode == "async" ? 0.2f : (f.optimizer == "adagrad" ? 0.05f : 0.5f);
   return flotilla::examples::RunExample("wide_and_deep", [&] { return Run(f); });

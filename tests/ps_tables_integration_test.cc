@@ -1,9 +1,13 @@
 // Sparse tables at CTR scale, end to end under `flotilla launch`:
-// wide_and_deep with row admission and shrink keeps its AUC, and an ssd
-// table (rows beyond a small memory budget on disk) saved, restarted and
-// loaded continues the loss curve exactly. Every process is started here
-// and ended by its pid (the launcher's).
+// wide_and_deep with row admission and shrink keeps its AUC; an ssd table
+// (rows beyond a small memory budget on disk) saved, restarted and loaded
+// continues the loss curve exactly; a job whose server is killed resumes
+// from a fleet checkpoint that holds the servers' tables. Every process is
+// started here and ended by its pid (the launcher's, a server's).
 #include <gtest/gtest.h>
+#include <signal.h>
+
+#include <thread>
 
 #include <filesystem>
 #include <map>
@@ -113,6 +117,49 @@ TEST(PsTables, SsdTableSavedRestartedAndLoadedContinuesTheLossCurve) {
   EXPECT_EQ(through["auc"], restarted["auc"]);
   // The servers removed their databases when they left.
   EXPECT_TRUE(!std::filesystem::exists(run / "db") || std::filesystem::is_empty(run / "db"));
+}
+
+// 2 servers x 2 workers, sync, checkpoints every 50 steps (the servers'
+// tables inside). Server 1 is SIGKILLed once step 100 is saved: the job
+// fails. Started again, it resumes from the newest checkpoint and prints the
+// losses of a job that never stopped.
+TEST(PsTables, KilledServerJobResumesFromAFleetCheckpointWithTheLossContinuous) {
+  TempDir run;
+  auto argv = [&](const std::string& log, const std::string& ckpt) {
+    return std::vector<std::string>{
+        Bin("flotilla"), "launch", "--server_num", "2", "--worker_num", "2", "--log_dir", run / log,
+        Bin("wide_and_deep"), "--mode", "sync", "--train_samples", "19200", "--test_samples", "2000",
+        "--hidden_size", "32", "--log_every", "10", "--checkpoint_dir", run / ckpt,
+        "--checkpoint_every", "50"};
+  };
+  {
+    Child job(argv("killed", "ckpt"), run.path());
+    // STATE.json is the last file of a checkpoint, present once it is committed.
+    ASSERT_TRUE(launch_test::WaitForFiles(run / "ckpt/step-100", "STATE.json", 1, 120s)) << job.Stderr();
+    const std::regex started(R"(started server 1 pid (\d+))");
+    std::smatch m;
+    const std::string out = job.Stdout() + job.Stderr();
+    ASSERT_TRUE(std::regex_search(out, m, started)) << out;
+    const pid_t server = std::stoi(m[1]);
+    ASSERT_EQ(::kill(server, SIGKILL), 0);
+    EXPECT_NE(job.WaitCode(120s), 0) << "a job that lost a server fails";
+  }
+  Child resumed(argv("resumed", "ckpt"), run.path());
+  ASSERT_EQ(resumed.WaitCode(240s), 0) << resumed.Stderr();
+  Child reference(argv("reference", "ckpt_ref"), run.path());
+  ASSERT_EQ(reference.WaitCode(240s), 0) << reference.Stderr();
+  const std::string log = launch_test::ReadText(run / "resumed/workerlog.0");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(resumed at step (\d+))"))) << log;
+  const int from = std::stoi(m[1]);
+  EXPECT_GE(from, 100);
+  EXPECT_TRUE(std::filesystem::exists(run / "ckpt/step-300/ps_tables/deep_emb.server1-of-2.tbl"));
+  auto after = Losses(log);
+  auto whole = Losses(launch_test::ReadText(run / "reference/workerlog.0"));
+  ASSERT_EQ(after.begin()->first, from + 10) << "the resumed job logs from its first step on";
+  for (const auto& [step, loss] : after) {
+    EXPECT_NEAR(std::stod(loss), std::stod(whole.at(step)), 1e-5) << "step " << step;
+  }
 }
 
 }  // namespace

@@ -60,12 +60,14 @@ std::string CheckpointManager::StepDir(int64_t step) const {
 }
 
 std::string CheckpointManager::Save(const Program& program, const Scope& scope,
-                                    const TrainingState& state) {
+                                    const TrainingState& state,
+                                    const std::function<void(const std::string&)>& also) {
   FLOTILLA_ENFORCE(state.step >= 0, "checkpoint step must not be negative, got ", state.step);
   MakeDirs(dir_);
   const std::string target = StepDir(state.step);
   internal::CommitDirAtomic(target, [&](const std::string& tmp) {
     internal::WriteTensors(tmp, PersistableNames(program), scope);
+    if (also) also(tmp);
     WriteFileAtomic(tmp + "/" + kStateFile, EncodeState(state));
   });
   Prune();

@@ -215,4 +215,11 @@ void GeoCommunicator::Sync() {
 
 int64_t GeoCommunicator::syncs() const { return impl_->syncs; }
 
+void GeoCommunicator::Restart() {
+  auto vars = impl_->DenseVars();
+  if (!vars.empty()) impl_->client->PullDense(vars);
+  for (auto& [name, d] : impl_->dense) d.base = d.param.Clone();
+  for (auto& [name, table] : impl_->sparse) table.Clear();
+}
+
 }  // namespace flotilla::ps

@@ -10,7 +10,14 @@
 //
 // What is saved: every persistable variable of the program (parameters and
 // optimizer state such as velocities and learning rates) and the
-// TrainingState (step, RNG seed, reader position, the caller's JSON).
+// TrainingState (step, RNG seed, reader position, the caller's JSON). In a
+// parameter-server job also every server's tables (dense blocks, sparse
+// rows with their optimizer state, ssd tables' rows on disk), written by
+// the servers into the checkpoint directory before it is committed, after
+// every worker's queued gradients reached them: a checkpoint has the
+// trainers' and the servers' state of one step, or does not exist.
+// Loading has the servers load their tables back (call it after
+// init_worker()); the servers must see `dir` at the same path.
 // Rank 0 writes; the others wait at a barrier, so the checkpoint is complete
 // on every rank's return. Loading reads the newest complete checkpoint on
 // every rank, so `dir` must be visible to all ranks (one machine, or a shared

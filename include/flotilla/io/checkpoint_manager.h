@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,8 +49,11 @@ class CheckpointManager {
 
   // Saves every persistable variable of `program` from `scope` and `state`
   // as step-<state.step>, replacing one of that step; then prunes. Returns
-  // the checkpoint's directory.
-  std::string Save(const Program& program, const Scope& scope, const TrainingState& state);
+  // the checkpoint's directory. `also`, when set, writes more into the
+  // checkpoint before it is committed: it gets the temporary directory
+  // (renamed into place with everything else, or removed on failure).
+  std::string Save(const Program& program, const Scope& scope, const TrainingState& state,
+                   const std::function<void(const std::string& dir)>& also = {});
 
   // The steps saved, oldest first (complete checkpoints only; leftovers of
   // interrupted saves are ignored).

@@ -63,6 +63,10 @@ class GeoCommunicator {
   // parameters and drops the sparse cache (next pulls fetch fresh rows).
   void Sync();
   int64_t syncs() const;
+  // Starts over from the servers' values (after they loaded a checkpoint):
+  // pulls the dense parameters, takes them as the base of the next delta
+  // and drops the sparse cache. Local changes since the last sync are lost.
+  void Restart();
 
   class Impl;
 
