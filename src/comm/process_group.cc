@@ -6,8 +6,10 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/collective_trace.h"
 #include "comm/stall_monitor.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/trace/activity.h"
 
 namespace flotilla::comm {
 
@@ -15,18 +17,25 @@ namespace flotilla::comm {
 // drains it (started on first use). `busy` marks the backend as in use by the
 // worker or by a blocking caller, so the two never overlap.
 struct ProcessGroup::Communicator {
-  using Task = std::pair<std::function<void(Backend&)>, std::shared_ptr<Work>>;
+  struct Task {
+    std::function<void(Backend&)> fn;
+    std::shared_ptr<Work> work;
+    std::unique_ptr<CollectiveTrace> trace;
+  };
 
   std::unique_ptr<Backend> backend;
   OpProgress progress;
+  std::string thread_name;  // its row in the timeline
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Task> queue;  // guarded by mu
+  uint64_t issued = 0;     // guarded by mu: collectives issued, the last one's seq
   bool busy = false;       // guarded by mu
   bool stop = false;       // guarded by mu
   std::thread worker;
 
   void Loop() {
+    trace::SetThreadName(thread_name);
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       cv.wait(lock, [&] { return stop || (!queue.empty() && !busy); });
@@ -37,13 +46,15 @@ struct ProcessGroup::Communicator {
       lock.unlock();
       std::exception_ptr error;
       progress.Start();
+      task.trace->Start();
       try {
-        task.first(*backend);
+        task.fn(*backend);
       } catch (...) {
         error = std::current_exception();
       }
+      task.trace->End(error == nullptr);
       progress.Finish();
-      task.second->Finish(error);
+      task.work->Finish(error);
       lock.lock();
       busy = false;
       cv.notify_all();
@@ -56,10 +67,14 @@ ProcessGroup::ProcessGroup(int rank, int size, ProcessGroupOptions options,
                            std::shared_ptr<Store> store)
     : rank_(rank), size_(size), options_(std::move(options)) {
   FLOTILLA_ENFORCE(!backends.empty(), "ProcessGroup needs at least one backend");
+  trace::InitProcess();
   backend_ = backends[0]->name();
+  site_ = std::make_unique<CollectiveSite>(CollectiveSite{
+      trace::Intern(options_.name), trace::Intern(backend_), rank_, size_});
   std::vector<OpProgress*> progress;
   for (auto& b : backends) {
     comms_.push_back(std::make_unique<Communicator>());
+    comms_.back()->thread_name = StrCat("comm ", comms_.size() - 1, " (", options_.name, ")");
     comms_.back()->backend = std::move(b);
     progress.push_back(&comms_.back()->progress);
   }
@@ -94,12 +109,19 @@ ProcessGroup::Communicator& ProcessGroup::Comm(int comm) {
 
 
 std::shared_ptr<Work> ProcessGroup::Enqueue(int comm, std::function<void(Backend&)> fn) {
+  return EnqueueOp(comm, {FLOTILLA_TRACE_NAME("custom"), 0}, std::move(fn));
+}
+
+std::shared_ptr<Work> ProcessGroup::EnqueueOp(int comm, CollectiveOp op,
+                                              std::function<void(Backend&)> fn) {
   Communicator& c = Comm(comm);
-  auto work = std::make_shared<Work>();
+  std::shared_ptr<Work> work;
   {
     std::lock_guard<std::mutex> lock(c.mu);
     if (!c.worker.joinable()) c.worker = std::thread([&c] { c.Loop(); });
-    c.queue.emplace_back(std::move(fn), work);
+    auto traced = std::make_unique<CollectiveTrace>(*site_, comm, ++c.issued, op);
+    work = std::make_shared<Work>(traced->seq(), traced->bucket());
+    c.queue.push_back({std::move(fn), work, std::move(traced)});
   }
   c.cv.notify_all();
   return work;
@@ -107,12 +129,15 @@ std::shared_ptr<Work> ProcessGroup::Enqueue(int comm, std::function<void(Backend
 
 // A template rather than std::function: no allocation on the latency path.
 template <typename Fn>
-void ProcessGroup::RunBlocking(int comm, const Fn& fn) {
+void ProcessGroup::RunBlocking(int comm, CollectiveOp op, const Fn& fn) {
   Communicator& c = Comm(comm);
+  trace::BlockedScope blocked;
+  std::optional<CollectiveTrace> traced;
   {
     std::unique_lock<std::mutex> lock(c.mu);
     if (!c.queue.empty() || c.busy) c.cv.wait(lock, [&] { return c.queue.empty() && !c.busy; });
     c.busy = true;
+    traced.emplace(*site_, comm, ++c.issued, op);
   }
   auto release = [&] {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -120,59 +145,74 @@ void ProcessGroup::RunBlocking(int comm, const Fn& fn) {
     if (c.worker.joinable()) c.cv.notify_all();
   };
   c.progress.Start();
+  traced->Start();
   try {
     fn(*c.backend);
   } catch (...) {
+    traced->End(false);
     c.progress.Finish();
     release();
     throw;
   }
+  traced->End(true);
   c.progress.Finish();
   release();
 }
 
 // ---- raw buffers ----
 
+namespace {
+int64_t BytesOf(size_t count, DType dtype) { return static_cast<int64_t>(count * SizeOf(dtype)); }
+}  // namespace
+
 void ProcessGroup::allreduce(void* data, size_t count, DType dtype, ReduceOp op, int comm) {
   allreduce_calls_++;
   allreduce_bytes_ += int64_t(count * SizeOf(dtype));
-  RunBlocking(comm, [&](Backend& b) { b.allreduce(data, count, dtype, op); });
+  RunBlocking(comm, {FLOTILLA_TRACE_NAME("allreduce"), BytesOf(count, dtype)},
+              [&](Backend& b) { b.allreduce(data, count, dtype, op); });
 }
 
 void ProcessGroup::broadcast(void* data, size_t count, DType dtype, int root, int comm) {
   FLOTILLA_ENFORCE(root >= 0 && root < size_, "broadcast root ", root, " outside group of ", size_);
   broadcast_calls_++;
-  RunBlocking(comm, [&](Backend& b) { b.broadcast(data, count, dtype, root); });
+  RunBlocking(comm, {FLOTILLA_TRACE_NAME("broadcast"), BytesOf(count, dtype)},
+              [&](Backend& b) { b.broadcast(data, count, dtype, root); });
 }
 
 void ProcessGroup::allgather(const void* in, void* out, size_t count, DType dtype, int comm) {
-  RunBlocking(comm, [&](Backend& b) { b.allgather(in, out, count, dtype); });
+  RunBlocking(comm, {FLOTILLA_TRACE_NAME("allgather"), BytesOf(count, dtype)},
+              [&](Backend& b) { b.allgather(in, out, count, dtype); });
 }
 
 void ProcessGroup::reduce_scatter(const void* in, void* out, size_t count, DType dtype,
                                   ReduceOp op, int comm) {
-  RunBlocking(comm, [&](Backend& b) { b.reduce_scatter(in, out, count, dtype, op); });
+  RunBlocking(comm, {FLOTILLA_TRACE_NAME("reduce_scatter"), BytesOf(count, dtype) * size_},
+              [&](Backend& b) { b.reduce_scatter(in, out, count, dtype, op); });
 }
 
 void ProcessGroup::reduce(void* data, size_t count, DType dtype, ReduceOp op, int root, int comm) {
   FLOTILLA_ENFORCE(root >= 0 && root < size_, "reduce root ", root, " outside group of ", size_);
-  RunBlocking(comm, [&](Backend& b) { b.reduce(data, count, dtype, op, root); });
+  RunBlocking(comm, {FLOTILLA_TRACE_NAME("reduce"), BytesOf(count, dtype)},
+              [&](Backend& b) { b.reduce(data, count, dtype, op, root); });
 }
 
 void ProcessGroup::send(const void* data, size_t bytes, int peer, uint32_t tag, int comm) {
   FLOTILLA_ENFORCE(peer >= 0 && peer < size_ && peer != rank_, "rank ", rank_,
                    " cannot send to peer ", peer, " in a group of ", size_);
-  RunBlocking(comm, [&](Backend& b) { b.send(data, bytes, peer, tag); });
+  RunBlocking(comm, {FLOTILLA_TRACE_NAME("send"), int64_t(bytes)},
+              [&](Backend& b) { b.send(data, bytes, peer, tag); });
 }
 
 void ProcessGroup::recv(void* data, size_t bytes, int peer, uint32_t tag, int comm) {
   FLOTILLA_ENFORCE(peer >= 0 && peer < size_ && peer != rank_, "rank ", rank_,
                    " cannot receive from peer ", peer, " in a group of ", size_);
-  RunBlocking(comm, [&](Backend& b) { b.recv(data, bytes, peer, tag); });
+  RunBlocking(comm, {FLOTILLA_TRACE_NAME("recv"), int64_t(bytes)},
+              [&](Backend& b) { b.recv(data, bytes, peer, tag); });
 }
 
 void ProcessGroup::barrier(int comm) {
-  RunBlocking(comm, [&](Backend& b) { b.barrier(); });
+  RunBlocking(comm, {FLOTILLA_TRACE_NAME("barrier"), 0},
+              [&](Backend& b) { b.barrier(); });
 }
 
 // ---- tensors ----
@@ -228,24 +268,27 @@ std::shared_ptr<Work> ProcessGroup::allreduceAsync(Tensor t, ReduceOp op, int co
   void* data = DataOf(t, "allreduceAsync");
   allreduce_calls_++;
   allreduce_bytes_ += int64_t(t.nbytes());
-  return Enqueue(comm, [t, data, op](Backend& b) { b.allreduce(data, t.numel(), t.dtype(), op); });
+  return EnqueueOp(comm, {FLOTILLA_TRACE_NAME("allreduce"), int64_t(t.nbytes())},
+                   [t, data, op](Backend& b) { b.allreduce(data, t.numel(), t.dtype(), op); });
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcastAsync(Tensor t, int root, int comm) {
   void* data = DataOf(t, "broadcastAsync");
   broadcast_calls_++;
-  return Enqueue(comm, [t, data, root](Backend& b) { b.broadcast(data, t.numel(), t.dtype(), root); });
+  return EnqueueOp(comm, {FLOTILLA_TRACE_NAME("broadcast"), int64_t(t.nbytes())},
+                   [t, data, root](Backend& b) { b.broadcast(data, t.numel(), t.dtype(), root); });
 }
 
 std::shared_ptr<Work> ProcessGroup::allreduceAsync(void* data, size_t count, DType dtype,
                                                    ReduceOp op, int comm) {
   allreduce_calls_++;
   allreduce_bytes_ += int64_t(count * SizeOf(dtype));
-  return Enqueue(comm, [=](Backend& b) { b.allreduce(data, count, dtype, op); });
+  return EnqueueOp(comm, {FLOTILLA_TRACE_NAME("allreduce"), BytesOf(count, dtype)},
+                   [=](Backend& b) { b.allreduce(data, count, dtype, op); });
 }
 
 std::shared_ptr<Work> ProcessGroup::barrierAsync(int comm) {
-  return Enqueue(comm, [](Backend& b) { b.barrier(); });
+  return EnqueueOp(comm, {FLOTILLA_TRACE_NAME("barrier"), 0}, [](Backend& b) { b.barrier(); });
 }
 
 }  // namespace flotilla::comm

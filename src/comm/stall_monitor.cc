@@ -1,8 +1,10 @@
 #include "comm/stall_monitor.h"
 
 #include "comm/rendezvous.h"
+#include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/trace/dump.h"
 
 namespace flotilla::comm {
 
@@ -76,6 +78,8 @@ void ProcessGroup::StallMonitor::Check(size_t comm, uint64_t seq, std::chrono::s
     }
     log::Warn("communicator {} op #{} on rank {} pending for {}s; ranks not yet in it: {}", comm,
               seq, rank_, pending.count(), RankList(missing));
+    trace::ReportStall(StrCat("communicator ", comm, " op #", seq, " pending for ",
+                              pending.count(), " s; ranks not yet in it: ", RankList(missing)));
   } catch (const Error& e) {
     log::Warn("communicator {} op #{} on rank {} pending for {}s (store unreachable: {})", comm,
               seq, rank_, pending.count(), e.what());

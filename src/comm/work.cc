@@ -1,8 +1,14 @@
 #include "flotilla/comm/work.h"
 
+#include "flotilla/trace/activity.h"
+#include "flotilla/trace/trace.h"
+
 namespace flotilla::comm {
 
 void Work::wait() {
+  trace::BlockedScope blocked;
+  trace::Span span(trace::Category::kCommWait, FLOTILLA_TRACE_NAME("wait"));
+  span.Arg("seq", static_cast<int64_t>(seq_)).Arg("bucket", bucket_);
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return done_; });
   if (error_) std::rethrow_exception(error_);

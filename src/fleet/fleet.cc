@@ -10,8 +10,11 @@
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/comm/prefix_store.h"
 #include "flotilla/comm/tcp_store.h"
+#include "flotilla/comm/trace_clock.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/env.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/trace/trace.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/core/math.h"
 
@@ -38,6 +41,21 @@ void DefaultComputeThreads(const RoleInfo& info) {
   if (processes <= 1 || std::getenv("OMP_NUM_THREADS") || std::getenv("OPENBLAS_NUM_THREADS")) return;
   math::SetBlasThreads(1);
   log::Info("fleet: one compute thread per process (set OMP_NUM_THREADS to choose)");
+}
+
+// With a timeline (FLOTILLA_TIMELINE), this process's clock is measured
+// against the launcher's through the job's store, so the merged timeline
+// lines up across hosts. Failing that, the timeline says so; training goes on.
+void AlignTimelineClock(const RoleInfo& info, std::shared_ptr<comm::Store> store,
+                        std::chrono::milliseconds timeout) {
+  if (!env::Get("FLOTILLA_TIMELINE") || info.store_address.empty()) return;
+  try {
+    if (!store) store = OpenStore(info.store_address, timeout);
+    const trace::ClockOffset c = comm::AlignTraceClock(*store);
+    log::Info("timeline clock offset {} us (± {} us)", c.offset_ns / 1000, c.error_ns / 1000);
+  } catch (const Error& e) {
+    log::Warn("timeline clock not aligned: {}", e.what());
+  }
 }
 
 }  // namespace
@@ -89,6 +107,8 @@ void Fleet::init(const RoleMaker& role, FleetOptions options) {
     }
     store = OpenStore(info.store_address, options.timeout);
   }
+  trace::InitProcess();
+  AlignTimelineClock(info, store, options.timeout);
   init(role, std::move(store), std::move(options));
 }
 

@@ -35,7 +35,7 @@ AllreduceOps MakeAllreduceOps(Block& block, const std::vector<Bucket>& buckets, 
     block.CreateVar(handle).type = VarType::kRaw;
     OpDesc start = MakeOp("c_allreduce_start", role);
     start.In("X", buckets[b].vars).Out("Handle", {handle});
-    start.Set(kRingIdAttr, ring_id).Set(kCommAttr, buckets[b].comm);
+    start.Set(kRingIdAttr, ring_id).Set(kCommAttr, buckets[b].comm).Set(kBucketAttr, int32_t(b));
     OpDesc wait = MakeOp("c_allreduce_wait", role);
     wait.In("Handle", {handle}).In("X", buckets[b].vars).Out("Out", buckets[b].vars);
     wait.Set(kRingIdAttr, ring_id);

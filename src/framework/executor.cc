@@ -2,10 +2,14 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "flotilla/common/strings.h"
 #include "flotilla/framework/op_registry.h"
+#include "flotilla/trace/activity.h"
+#include "flotilla/trace/standard_metrics.h"
+#include "flotilla/trace/trace.h"
 
 namespace flotilla {
 
@@ -15,7 +19,61 @@ struct PreparedOp {
   const OpDesc* op = nullptr;
   const KernelFn* kernel = nullptr;
   RuntimeContext rt;
+  trace::NameId type = trace::kNoName;    // op type, interned for traces
+  trace::NameId output = trace::kNoName;  // its first output
 };
+
+// One op as traces and the flight recorder see it: a span with the op type
+// and its first output, and the process's "current op" while it runs.
+class OpScope {
+ public:
+  explicit OpScope(const PreparedOp& op) : span_(trace::Category::kOp, op.type) {
+    span_.ArgName("output", op.output);
+    trace::EnterOp(op.type, op.output);
+  }
+  ~OpScope() { trace::LeaveOp(); }
+
+ private:
+  trace::Span span_;
+};
+
+// One Run: a step when this program is the one run most (the training
+// program), which then feeds the step metrics: wall time, samples (first
+// dimension of the first feed) and the time blocked on communication.
+class RunScope {
+ public:
+  RunScope(int64_t run, const FeedMap& feed)
+      : run_(run), start_ns_(trace::MonoNs()), blocked_ns_(trace::ThreadBlockedNs()) {
+    trace::SetStep(run);  // first: it may open a --timeline_steps window
+    span_.emplace(trace::Category::kStep, FLOTILLA_TRACE_NAME("run"));
+    span_->Arg("run", run);
+    const bool batched = !feed.empty() && !feed.begin()->second.dims().empty();
+    samples_ = batched ? feed.begin()->second.dims()[0] : 0;
+  }
+  ~RunScope() {
+    if (run_ < trace::Step()) return;  // startup, test and sub-programs
+    const double secs = static_cast<double>(trace::MonoNs() - start_ns_) / 1e9;
+    const double comm = static_cast<double>(trace::ThreadBlockedNs() - blocked_ns_) / 1e9;
+    trace::RecordStep(secs, samples_, comm);
+  }
+
+ private:
+  int64_t run_;
+  int64_t start_ns_;
+  int64_t blocked_ns_;
+  int64_t samples_ = 0;
+  std::optional<trace::Span> span_;
+};
+
+// The first fetched float scalar is taken for the loss.
+void RecordFetchedLoss(const std::vector<Tensor>& fetched) {
+  for (const Tensor& t : fetched) {
+    if (t.numel() != 1) continue;
+    if (t.dtype() == DType::kFloat32) trace::RecordLoss(t.data<float>()[0]);
+    if (t.dtype() == DType::kFloat64) trace::RecordLoss(t.data<double>()[0]);
+    return;
+  }
+}
 
 std::mutex close_hooks_mu;
 std::vector<std::function<void()>>& CloseHooks() {
@@ -33,12 +91,13 @@ int64_t NowNanos() {
 
 struct Executor::Prepared {
   uint64_t version = ~0ull;
+  int64_t runs = 0;
   std::unique_ptr<Scope> local;
   std::vector<PreparedOp> ops;
   std::vector<std::string> data_inputs;  // data variables the ops read
 };
 
-Executor::Executor(Place place) : place_(place) {}
+Executor::Executor(Place place) : place_(place) { trace::InitProcess(); }
 
 Executor::~Executor() = default;
 
@@ -105,6 +164,9 @@ Executor::Prepared& Executor::Prepare(const Program& program, Scope& scope) {
     PreparedOp prepared;
     prepared.op = op.get();
     prepared.kernel = &FindKernel(OpRegistry::Global().Get(op->type), place_);
+    prepared.type = trace::Intern(op->type);
+    const auto outputs = op->OutputArgumentNames();
+    prepared.output = outputs.empty() ? trace::kNoName : trace::Intern(outputs.front());
     Resolve(op->inputs, *p.local, &prepared.rt.inputs);
     Resolve(op->outputs, *p.local, &prepared.rt.outputs);
     p.ops.push_back(std::move(prepared));
@@ -157,8 +219,10 @@ std::vector<Tensor> Executor::Run(const Program& program, const FeedMap& feed,
   Prepared& p = Prepare(program, s);
   CheckFeedsPresent(p.data_inputs, feed);
   for (const auto& [name, value] : feed) p.local->FindVar(name)->GetMutableTensor()->ShareDataWith(value);
+  RunScope run(++p.runs, feed);
   for (PreparedOp& op : p.ops) {
     ExecutionContext ctx(*op.op, op.rt, *p.local, place_);
+    OpScope traced(op);
     int64_t start = observer_ ? NowNanos() : 0;
     (*op.kernel)(ctx);
     if (observer_) observer_(*op.op, start, NowNanos());
@@ -166,6 +230,7 @@ std::vector<Tensor> Executor::Run(const Program& program, const FeedMap& feed,
   std::vector<Tensor> out;
   out.reserve(fetch_list.size());
   for (const auto& name : fetch_list) out.push_back(FetchValue(p.local->FindVar(name), name));
+  RecordFetchedLoss(out);
   return out;
 }
 

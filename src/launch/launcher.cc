@@ -11,6 +11,7 @@
 #include "launch/env_contract.h"
 #include "launch/net_util.h"
 #include "launch/node_plan.h"
+#include "launch/observe.h"
 #include "launch/report.h"
 #include "launch/roles/role_env.h"
 #include "launch/signals.h"
@@ -52,7 +53,8 @@ class ShmSweeper {
 };
 
 std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec,
-                                                        const std::string& shm_key) {
+                                                        const std::string& shm_key,
+                                                        const JobObserver& observer) {
   const auto inherited = CurrentEnvironment();
   const auto local = spec.LocalProcesses();
   const EnvList threads = ThreadDefaults(inherited, static_cast<int>(local.size()),
@@ -62,6 +64,8 @@ std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec,
     EnvList env = ContractEnv(spec, p);
     env.insert(env.end(), threads.begin(), threads.end());
     env.emplace_back("FLOTILLA_SHM_JOB", shm_key);
+    const EnvList observed = observer.ChildEnv(p);
+    env.insert(env.end(), observed.begin(), observed.end());
     envs.push_back(ChildEnvironment(inherited, env));
   }
   return envs;
@@ -105,25 +109,30 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     return plan;
   };
   SignalFd signals;
+  JobObserver observer(options);
   auto rendezvous = make_rendezvous(options);
   SupervisorOptions supervise;
   supervise.log_dir = options.log_dir;
   supervise.grace_period = options.grace_period;
   supervise.poll_interval = std::min(options.poll_interval, std::chrono::milliseconds(100));
   supervise.relay_to_console = !options.quiet;
+  supervise.tee = options.tee;
+  supervise.log_prefix = options.log_prefix;
+  supervise.hooks = observer.Hooks();
   Supervisor supervisor(supervise, signals);
   const ShmSweeper shm(options.job_id);
   // Fixed-size jobs run one world; elastic jobs join again when theirs changed.
   while (true) {
     World world = rendezvous->Join(plan_node);
     world.spec.job_id = options.job_id;
+    observer.OnWorld(world.spec);
     WriteEndpointsLog(options.log_dir, world.spec);
     PrintBanner(options, mode, world.spec);
     if (!options.hold_ports) ports.clear();  // --release_ports: a short race instead of a takeover
     RunResult result;
     try {
       result = supervisor.Run(world.spec, options.command, *world.channel,
-                              ChildEnvironments(world.spec, shm.key()));
+                              ChildEnvironments(world.spec, shm.key(), observer));
     } catch (const std::exception& e) {
       world.channel->Abort({world.spec.node_index, 1, e.what()});
       world.channel->Finish();
@@ -133,7 +142,10 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     int code = Finish(world.spec, result);
     const bool again = result.launcher_signal == 0 && world.channel->Restart(code);
     world.channel->Finish();
-    if (!again) return code;
+    if (!again) {
+      observer.Finish();
+      return code;
+    }
   }
 }
 

@@ -59,6 +59,16 @@ struct LaunchOptions {
   // SO_REUSEADDR/SO_REUSEPORT). false: release them just before the children
   // start, for programs that bind without those options.
   bool hold_ports = true;
+  // Observability (docs/observability.md).
+  std::string timeline;             // --timeline PATH: the job's merged timeline
+  int timeline_max_mb = 0;          // bound per process (ring mode); 0 = none
+  std::string timeline_steps;       // "FIRST-LAST": trace only these steps
+  std::string dashboard;            // [HOST]:PORT of the live dashboard
+  int metrics_port = -1;            // the launcher's own /metrics; -1 = none
+  std::chrono::milliseconds stall_timeout{0};  // stop a job stalled this long; 0 = never
+  std::string log_level;            // every process's log level ("" = inherited)
+  std::string tee;                  // which processes stream to the console
+  std::string log_prefix = "auto";  // "[rank N] " before streamed lines
   // The program and its arguments.
   std::vector<std::string> command;
 };

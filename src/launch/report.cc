@@ -103,9 +103,16 @@ std::string AbortReport(const ClusterSpec& spec, const RunResult& result) {
   std::sort(trainers.begin(), trainers.end());
   std::sort(servers.begin(), servers.end());
   std::string out;
+  if (!result.stall.empty()) {
+    out += StrCat("ABORT!!! The job stalled and was stopped: ", result.stall, "\n");
+  }
   if (!trainers.empty()) out += AbortLine("trainer", spec.trainers.size(), "rank", trainers);
   if (!servers.empty()) out += AbortLine("server", spec.servers.size(), "id", servers);
   for (const auto& o : result.failed) out += Cause(o);
+  if (!out.empty() && !result.diagnosis.empty()) {
+    out += "Diagnosis (flotilla doctor):\n";
+    for (const auto& line : Split(result.diagnosis, '\n')) out += "  " + line + "\n";
+  }
   return out;
 }
 

@@ -28,7 +28,8 @@ std::string EndpointsLog(const ClusterSpec& spec);
 //   ABORT!!! Out of all N trainers, the trainer process with rank=[2,3] was
 //   aborted. Please check its log.
 // (and its server counterpart), then for each failed process its cause and
-// the last lines of its log. Empty when nothing failed.
+// the last lines of its log; a stall's line first when one stopped the job,
+// and the doctor's diagnosis last. Empty when nothing failed or stalled.
 std::string AbortReport(const ClusterSpec& spec, const RunResult& result);
 
 }  // namespace flotilla::launch

@@ -26,6 +26,7 @@ struct Child {
   LogFile log;
   pid_t pid = 0;
   int relay_fd = -1;  // read end of the console pipe, or -1
+  bool line_start = true;  // the console output stopped at a line's end
   bool running = false;
   bool sent_term = false;
   bool sent_kill = false;
@@ -46,6 +47,13 @@ class Watch {
 
  private:
   size_t RelayIndex() const;
+  bool Streams(size_t index) const;
+  bool Prefixed() const;
+  void WriteConsole(Child& c, const char* data, size_t n);
+  std::vector<ProcessView> Views() const;
+  void PublishStatus();
+  void CheckStall();
+  void Diagnose();
   void StartOne(Child& c, size_t index, const std::vector<std::string>& command,
                 const std::vector<std::string>& env);
   void PollOnce();
@@ -74,6 +82,8 @@ class Watch {
   int local_trainers_ok_ = 0;
   std::optional<AbortNotice> peer_abort_;
   std::vector<size_t> failed_;  // indexes into children_
+  std::string stall_;
+  std::string diagnosis_;
 };
 
 Watch::~Watch() {
@@ -94,6 +104,27 @@ size_t Watch::RelayIndex() const {
   return 0;
 }
 
+// Whether process `index` streams to the console (SupervisorOptions::tee).
+bool Watch::Streams(size_t index) const {
+  const std::string& tee = options_.tee;
+  if (!options_.relay_to_console || tee == "none") return false;
+  if (tee.empty()) return index == RelayIndex();
+  if (tee == "all") return true;
+  const ProcessSpec& p = children_[index].spec;
+  for (const std::string& item : Split(tee, ',')) {
+    if (item == p.label() || (p.role == Role::kTrainer && item == std::to_string(p.id))) return true;
+  }
+  return false;
+}
+
+bool Watch::Prefixed() const {
+  if (options_.log_prefix == "always") return true;
+  if (options_.log_prefix == "never") return false;
+  int streaming = 0;
+  for (size_t i = 0; i < children_.size(); ++i) streaming += Streams(i);
+  return streaming > 1;
+}
+
 void Watch::StartOne(Child& c, size_t index, const std::vector<std::string>& command,
                      const std::vector<std::string>& env) {
   c.log = LogFile::Open(options_.log_dir, c.spec.log_name());
@@ -102,7 +133,7 @@ void Watch::StartOne(Child& c, size_t index, const std::vector<std::string>& com
                            "): ", Join(command, " ")));
   SpawnOptions spawn{command, env, c.log.fd()};
   int pipe_fds[2] = {-1, -1};
-  const bool relay = options_.relay_to_console && index == RelayIndex();
+  const bool relay = Streams(index);
   if (relay) {
     FLOTILLA_CHECK(pipe2(pipe_fds, O_CLOEXEC) == 0, Unavailable, "pipe2: ", std::strerror(errno));
     spawn.output_fd = pipe_fds[1];
@@ -135,6 +166,44 @@ void Watch::Start(const std::vector<std::string>& command,
     log::Info("started {} pid {} endpoint {} log {}", c.spec.label(), c.pid, c.spec.endpoint(),
               c.log.path());
   }
+  PublishStatus();
+}
+
+std::vector<ProcessView> Watch::Views() const {
+  std::vector<ProcessView> out;
+  for (const auto& c : children_) {
+    ProcessView v{c.spec, c.pid, c.running, "running", "running", c.log.path()};
+    if (!c.running) {
+      const bool failed = std::find(failed_.begin(), failed_.end(),
+                                    static_cast<size_t>(&c - children_.data())) != failed_.end();
+      v.state = failed ? "failed" : "exited";
+      v.status = c.status.Describe();
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+void Watch::PublishStatus() {
+  if (options_.hooks.on_status) options_.hooks.on_status(Views());
+}
+
+void Watch::Diagnose() {
+  if (options_.hooks.diagnose && diagnosis_.empty()) diagnosis_ = options_.hooks.diagnose(Views());
+}
+
+// A stall stops the job like a failure, with timeout(1)'s exit code.
+void Watch::CheckStall() {
+  if (stopping_ || !options_.hooks.stalled) return;
+  std::optional<std::string> what = options_.hooks.stalled();
+  if (!what) return;
+  stall_ = *what;
+  log::Error("the job stalled: {}", stall_);
+  Diagnose();
+  BeginStop(124);
+  channel_.Abort({spec_.node_index, exit_code_,
+                  StrCat("node ", spec_.node_index, " (", spec_.nodes[spec_.node_index],
+                         "): the job stalled: ", stall_)});
 }
 
 void Watch::Relay(Child& c) {
@@ -149,12 +218,32 @@ void Watch::Relay(Child& c) {
       return;
     }
     c.log.Append(buf, static_cast<size_t>(n));
-    for (ssize_t off = 0; off < n;) {
-      ssize_t w = write(STDOUT_FILENO, buf + off, static_cast<size_t>(n - off));
-      if (w <= 0) break;  // a closed console must not stop the job
-      off += w;
-    }
+    WriteConsole(c, buf, static_cast<size_t>(n));
   }
+}
+
+namespace {
+void WriteAll(const char* data, size_t n) {
+  for (size_t off = 0; off < n;) {
+    ssize_t w = write(STDOUT_FILENO, data + off, n - off);
+    if (w <= 0) return;  // a closed console must not stop the job
+    off += static_cast<size_t>(w);
+  }
+}
+}  // namespace
+
+// Copies output to stdout, each line prefixed with "[rank N] " when several
+// processes stream (torchrun's style), so interleaved lines stay readable.
+void Watch::WriteConsole(Child& c, const char* data, size_t n) {
+  if (!Prefixed()) return WriteAll(data, n);
+  const std::string prefix = "[" + c.spec.label() + "] ";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    if (c.line_start) out += prefix;
+    out.push_back(data[i]);
+    c.line_start = data[i] == '\n';
+  }
+  WriteAll(out.data(), out.size());
 }
 
 bool Watch::IsFailure(const Child& c) const {
@@ -174,7 +263,9 @@ void Watch::OnExit(Child& c, int wait_status) {
   if (IsFailure(c)) {
     failed_.push_back(static_cast<size_t>(&c - children_.data()));
     log::Error("{} (pid {}) {}", c.spec.label(), c.pid, c.status.Describe());
+    PublishStatus();
     if (!stopping_) {
+      Diagnose();
       BeginStop(c.status.ShellCode());
       channel_.Abort({spec_.node_index, exit_code_,
                       StrCat(c.spec.label(), " on node ", spec_.node_index, " (",
@@ -186,6 +277,7 @@ void Watch::OnExit(Child& c, int wait_status) {
     ++local_trainers_ok_;
     channel_.TrainerSucceeded();
   }
+  PublishStatus();
 }
 
 void Watch::ReapAll() {
@@ -281,6 +373,7 @@ RunResult Watch::Loop() {
     for (auto& c : children_) Relay(c);
     ReapAll();
     CheckPeers();
+    CheckStall();
     CheckPsDone();
     if (stopping_ && !killed_ && Clock::now() >= kill_deadline_) {
       if (AnyRunning()) log::Warn("grace period over: sending SIGKILL");
@@ -295,6 +388,8 @@ RunResult Watch::Result() {
   r.exit_code = exit_code_;
   r.launcher_signal = launcher_signal_;
   r.peer_abort = peer_abort_;
+  r.stall = stall_;
+  r.diagnosis = diagnosis_;
   for (const auto& c : children_) {
     r.processes.push_back({c.spec, c.pid, c.status, c.log.path(), {}});
   }

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,12 +32,44 @@
 
 namespace flotilla::launch {
 
+// A local process as the observer of a run sees it.
+struct ProcessView {
+  ProcessSpec spec;
+  pid_t pid = 0;
+  bool running = false;
+  std::string state;   // "running", "exited" (0 or stopped by us), "failed"
+  std::string status;  // "running" or ExitStatus::Describe()
+  std::string log_path;
+};
+
+// What a run reports to, and asks of, whoever observes the job (the
+// launcher's JobObserver; empty functions are skipped). Called on the
+// supervisor's thread.
+struct SupervisorHooks {
+  // After the processes started and after each exit.
+  std::function<void(const std::vector<ProcessView>&)> on_status;
+  // Polled every loop: a description when the job stalled (it is then
+  // stopped with exit code 124), else nullopt. Must return quickly.
+  std::function<std::optional<std::string>()> stalled;
+  // Before the job is stopped because of a failure or a stall: what went
+  // wrong, for the ABORT report (may take a second to collect dumps).
+  std::function<std::string(const std::vector<ProcessView>&)> diagnose;
+};
+
 struct SupervisorOptions {
   std::string log_dir = "log";
   std::chrono::milliseconds grace_period{5000};
   std::chrono::milliseconds poll_interval{50};
-  bool relay_to_console = true;  // stream the first local process's output to stdout
+  bool relay_to_console = true;  // stream output to stdout (which processes: tee)
+  // Which local processes stream: "" = the first local trainer (else the
+  // first server), "all", "none", or a comma list of labels' ids ("0,2" =
+  // ranks 0 and 2; "server 1").
+  std::string tee;
+  // Prefix streamed lines with "[rank N] ": "auto" (when several stream),
+  // "always" or "never".
+  std::string log_prefix = "auto";
   size_t tail_lines = 20;        // lines of a failed process's log kept for the report
+  SupervisorHooks hooks;
 };
 
 struct ProcessOutcome {
@@ -53,6 +86,8 @@ struct RunResult {
   std::vector<ProcessOutcome> processes;  // every local process, by spawn order
   int launcher_signal = 0;                // the signal that stopped the job, if any
   std::optional<AbortNotice> peer_abort;  // another node's abort that stopped it
+  std::string stall;                      // what stalled, when a stall stopped it
+  std::string diagnosis;                  // the observer's diagnosis of the abort
 };
 
 class Supervisor {

@@ -11,6 +11,7 @@
 #include "ps/payload.h"
 #include "ps/row_copy.h"
 #include "ps/rpc_fanout.h"
+#include "ps/rpc_trace.h"
 
 namespace flotilla::ps {
 
@@ -63,6 +64,15 @@ const float* FloatData(const Tensor& t, const std::string& name) {
   FLOTILLA_ENFORCE(t.dtype() == DType::kFloat32, "parameter '", name, "' must be float32, got ",
                    DTypeName(t.dtype()));
   return t.data<float>();
+}
+
+// A batched dense call as traces name it: "fc_0.w_0 +3", its float bytes.
+RpcTag DenseTag(std::span<const DenseVar> vars) {
+  int64_t bytes = 0;
+  for (const DenseVar& v : vars) bytes += v.value.numel() * static_cast<int64_t>(sizeof(float));
+  if (vars.empty()) return RpcTag("", 0, 0);
+  return RpcTag(vars.size() == 1 ? vars[0].name : StrCat(vars[0].name, " +", vars.size() - 1), 0,
+                bytes);
 }
 
 // Per-thread messages of the sparse hot path, reused across calls: Clear()
@@ -211,6 +221,7 @@ PsClient::Impl::KeyRoute PsClient::Impl::Route(std::span<const int64_t> keys) co
 void PsClient::Impl::SendSparse(const char* method, const std::string& name,
                                 std::span<const int64_t> keys, const Tensor& values,
                                 rpc::DenseWrite write, bool delta, std::optional<float> lr) {
+  const RpcTag tag(name, static_cast<int64_t>(keys.size()), values.nbytes());
   const float* data = FloatData(values, name);
   const int64_t dim = keys.empty() ? 0 : values.numel() / static_cast<int64_t>(keys.size());
   FLOTILLA_ENFORCE_EQ(values.numel(), dim * static_cast<int64_t>(keys.size()), method, " '", name,
@@ -284,6 +295,7 @@ const std::vector<std::string>& PsClient::endpoints() const { return impl_->endp
 const PsClientOptions& PsClient::options() const { return impl_->options; }
 
 void PsClient::PullDense(std::span<DenseVar> vars) {
+  const RpcTag tag = DenseTag(vars);
   auto& reqs = impl_->SplitDense(vars, false);
   auto& pulls = Reused<rpc::PullDenseRequest>(reqs.size());
   auto& resps = Reused<rpc::PullDenseResponse>(reqs.size());
@@ -325,6 +337,7 @@ void PsClient::PullDense(const std::string& name, Tensor* value, int64_t row_wid
 }
 
 void PsClient::PushDense(std::span<const DenseVar> grads) {
+  const RpcTag tag = DenseTag(grads);
   auto& reqs = impl_->SplitDense(grads, true);
   impl_->SendDense("PushDense", reqs, rpc::GRADIENT);
 }
@@ -335,11 +348,13 @@ void PsClient::PushDense(const std::string& name, const Tensor& grad, int64_t ro
 }
 
 void PsClient::InitDense(std::span<const DenseVar> values) {
+  const RpcTag tag = DenseTag(values);
   auto& reqs = impl_->SplitDense(values, true);
   impl_->SendDense("InitDense", reqs, rpc::OVERWRITE);
 }
 
 void PsClient::PushDenseDelta(std::span<const DenseVar> deltas) {
+  const RpcTag tag = DenseTag(deltas);
   auto& reqs = impl_->SplitDense(deltas, true);
   auto& dreqs = Reused<rpc::PushDeltaRequest>(reqs.size());
   const uint64_t id = impl_->NewRequestId();
@@ -365,6 +380,8 @@ Tensor PsClient::PullSparse(const std::string& name, std::span<const int64_t> ke
 }
 
 void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys, Tensor* out) {
+  const RpcTag tag(name, static_cast<int64_t>(keys.size()),
+                   static_cast<int64_t>(keys.size() * sizeof(int64_t)));
   if (keys.empty()) {
     out->set_dtype(DType::kFloat32).Resize({0, 0});
     return;

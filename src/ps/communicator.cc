@@ -9,6 +9,8 @@
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/trace/activity.h"
+#include "flotilla/trace/trace.h"
 
 namespace flotilla::ps {
 
@@ -148,6 +150,7 @@ void AsyncCommunicator::Impl::Push(Batch& batch) {
 }
 
 void AsyncCommunicator::Impl::SendLoop() {
+  trace::SetThreadName("communicator send");
   std::unique_lock<std::mutex> lock(mu);
   while (true) {
     cv.wait(lock, [&] { return stopping || AnyQueued(); });
@@ -157,6 +160,8 @@ void AsyncCommunicator::Impl::SendLoop() {
     cv.notify_all();  // queue space for blocked senders
     lock.unlock();
     try {
+      trace::Span round(trace::Category::kQueue, FLOTILLA_TRACE_NAME("push round"));
+      round.Arg("gradients", batch.grads);
       Push(batch);
       if (!options.independent_recv_thread) RecvAll();
     } catch (...) {
@@ -172,6 +177,7 @@ void AsyncCommunicator::Impl::SendLoop() {
 }
 
 void AsyncCommunicator::Impl::RecvLoop() {
+  trace::SetThreadName("communicator recv");
   std::unique_lock<std::mutex> lock(mu);
   while (true) {
     cv.wait(lock, [&] { return stopping || sent_since_recv >= options.min_send_grad_num_before_recv; });
@@ -206,9 +212,14 @@ void AsyncCommunicator::Impl::ThrowIfFailed() {
 template <typename Slot, typename T>
 void AsyncCommunicator::Impl::Enqueue(Slot& slot, T grad, std::optional<float> lr,
                                       std::unique_lock<std::mutex>& lock) {
-  cv.wait(lock, [&] {
+  auto ready = [&] {
     return error || stopping || static_cast<int>(slot.queue.size()) < options.send_queue_size;
-  });
+  };
+  if (!ready()) {  // back-pressure: the training loop waits for the send thread
+    trace::BlockedScope blocked;
+    trace::Span waited(trace::Category::kQueue, FLOTILLA_TRACE_NAME("send queue full"));
+    cv.wait(lock, ready);
+  }
   ThrowIfFailed();
   FLOTILLA_ENFORCE(!stopping, "communicator: send after Stop()");
   slot.queue.push_back(std::move(grad));

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "flotilla/common/enforce.h"
+#include "ps/rpc_trace.h"
 #include "ps/service.h"
 
 namespace flotilla::ps {
@@ -75,7 +76,9 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
   std::vector<Outcome> outcomes(n);
   std::vector<CallSlot> slots(n);
   FanoutEvents events;
+  FanoutTrace traced(method, calls, endpoints_);
   auto issue = [&](size_t i) {
+    traced.Issued(i);
     slots[i].ctx = NewContext(attempt_timeout);
     slots[i].in_flight = true;
     ++outcomes[i].attempts;
@@ -120,6 +123,7 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
           }
           lock.lock();
         }
+        if (!fatal || *fatal != i) traced.Finished(i, true);
       } else if (o.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
                  o.attempts < options_.max_attempts && Clock::now() + slot.backoff < give_up) {
         slot.retry_at = Clock::now() + slot.backoff;
@@ -163,6 +167,7 @@ void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
     others += Describe(calls[i], outcomes[i]);
   }
   lock.unlock();
+  traced.Finished(*fatal, false);
   Throw(method, calls[*fatal], outcomes[*fatal], attempt_timeout, others);
 }
 

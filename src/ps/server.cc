@@ -6,6 +6,9 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/trace/http_server.h"
+#include "flotilla/trace/trace.h"
+#include "ps/server_metrics.h"
 #include "ps/service.h"
 #include "ps/table_file.h"
 
@@ -36,7 +39,7 @@ PsServer::State::State(PsServerOptions opts)
                    "server_index ", options.server_index, " is outside [0, ", options.num_servers, ")");
 }
 
-PsServer::State::~State() = default;
+PsServer::State::~State() { UnwatchTables(this); }
 
 // A sync round: a barrier at which gradients are pending somewhere. Other
 // barriers (start-up, saving) are not training steps and apply nothing.
@@ -184,6 +187,9 @@ void PsServer::Start() {
   log::Info("parameter server {}/{} ({} mode, {} trainers) listening on {}",
             state_->options.server_index, state_->options.num_servers,
             PsModeName(state_->options.mode), state_->options.num_trainers, endpoint());
+  trace::InitProcess();
+  WatchTables(state_.get());
+  trace::ServeMetrics(/*always=*/true);
 }
 
 int PsServer::port() const { return state_->port; }

@@ -6,6 +6,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "ps/payload.h"
+#include "ps/rpc_trace.h"
 
 namespace flotilla::ps {
 
@@ -51,6 +52,13 @@ std::string What(const std::string& table, int block) {
   return StrCat("dense table '", table, "' block ", block);
 }
 
+// The first table a request names ("" for none), for traces.
+template <typename Items>
+const std::string& FirstTable(const Items& items) {
+  static const std::string none;
+  return items.empty() ? none : items.begin()->table();
+}
+
 template <typename Data>
 std::optional<float> RateOf(const Data& in) {
   if (!in.has_learning_rate()) return std::nullopt;
@@ -61,6 +69,7 @@ std::optional<float> RateOf(const Data& in) {
 
 grpc::Status PsServiceImpl::PullDense(grpc::ServerContext* ctx, const rpc::PullDenseRequest* req,
                                       rpc::PullDenseResponse* resp) {
+  const ServedCall served("PullDense", FirstTable(req->blocks()), req->trainer_id());
   return Guarded(ctx, [&] {
     for (const auto& in : req->blocks()) {
       DenseTable& table = state_->Dense(in.table());
@@ -75,6 +84,7 @@ grpc::Status PsServiceImpl::PullDense(grpc::ServerContext* ctx, const rpc::PullD
 
 grpc::Status PsServiceImpl::PushDense(grpc::ServerContext* ctx, const rpc::PushDenseRequest* req,
                                       rpc::Ack*) {
+  const ServedCall served("PushDense", FirstTable(req->blocks()), req->trainer_id());
   return Guarded(ctx, [&] {
     if (!state_->dedup.FirstTime(req->request_id())) return;  // a retry of an applied push
     const bool sync = state_->options.mode == PsMode::kSync;
@@ -94,6 +104,7 @@ grpc::Status PsServiceImpl::PushDense(grpc::ServerContext* ctx, const rpc::PushD
 
 grpc::Status PsServiceImpl::PullSparse(grpc::ServerContext* ctx, const rpc::PullSparseRequest* req,
                                        rpc::PullSparseResponse* resp) {
+  const ServedCall served("PullSparse", FirstTable(req->tables()), req->trainer_id());
   return Guarded(ctx, [&] {
     for (const auto& in : req->tables()) {
       SparseTable& table = state_->Sparse(in.table());
@@ -108,6 +119,7 @@ grpc::Status PsServiceImpl::PullSparse(grpc::ServerContext* ctx, const rpc::Pull
 
 grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::PushSparseRequest* req,
                                        rpc::Ack*) {
+  const ServedCall served("PushSparse", FirstTable(req->tables()), req->trainer_id());
   return Guarded(ctx, [&] {
     if (!state_->dedup.FirstTime(req->request_id())) return;  // a retry of an applied push
     const bool sync = state_->options.mode == PsMode::kSync;
@@ -129,6 +141,7 @@ grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::Push
 
 grpc::Status PsServiceImpl::PushDelta(grpc::ServerContext* ctx, const rpc::PushDeltaRequest* req,
                                       rpc::Ack*) {
+  const ServedCall served("PushDelta", FirstTable(req->sparse()), req->trainer_id());
   return Guarded(ctx, [&] {
     if (!state_->dedup.FirstTime(req->request_id())) return;  // a retry of an applied push
     for (const auto& in : req->dense()) {
@@ -145,6 +158,7 @@ grpc::Status PsServiceImpl::PushDelta(grpc::ServerContext* ctx, const rpc::PushD
 
 grpc::Status PsServiceImpl::Barrier(grpc::ServerContext* ctx, const rpc::BarrierRequest* req,
                                     rpc::Ack*) {
+  const ServedCall served("Barrier", "", req->trainer_id());
   return Guarded(ctx, [&] {
     state_->barrier.Arrive(req->trainer_id(), state_->options.barrier_timeout);
   });

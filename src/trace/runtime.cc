@@ -14,6 +14,7 @@
 #include "flotilla/trace/activity.h"
 #include "flotilla/trace/dump.h"
 #include "flotilla/trace/flight_recorder.h"
+#include "flotilla/trace/process_info.h"
 #include "flotilla/trace/trace.h"
 #include "trace/metrics_snapshot.h"
 #include "trace/settings.h"
@@ -56,11 +57,23 @@ Runtime::Runtime() {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, nullptr);
+    AnnounceListening(s.flight_dir);
   }
   if (!s.timeline.empty()) {
     StartTimeline({s.timeline, s.timeline_max_bytes, s.first_step, s.last_step});
   }
   thread_ = std::thread([this] { Loop(); });
+}
+
+// <flight dir>/<label>.pid tells the launcher that SIGUSR1 now dumps the
+// flight recorder instead of killing this process.
+void Runtime::AnnounceListening(const std::string& dir) {
+  try {
+    MakeDirs(dir);
+    WriteFileAtomic(dir + "/" + Self().file_stem() + ".pid", std::to_string(getpid()) + "\n");
+  } catch (const std::exception& e) {
+    log::Warn("flight recorder: {}", e.what());
+  }
 }
 
 void Runtime::OnSignal(int) {

@@ -38,6 +38,7 @@ class Runtime {
   void Watchdog();
   void AtExit();
   static void OnSignal(int);
+  static void AnnounceListening(const std::string& dir);
 
   std::mutex mu_;
   std::condition_variable cv_;

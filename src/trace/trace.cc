@@ -82,6 +82,8 @@ void Count(NameId name, double value) {
   detail::Append(e);
 }
 
+uint32_t CurrentThreadRow() { return BufferRegistry::Get().Local().thread_index(); }
+
 void SetThreadName(std::string_view name) {
   BufferRegistry::Get().SetLocalName(std::string(name));
 }

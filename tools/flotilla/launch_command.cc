@@ -16,6 +16,7 @@ struct Durations {
   double node_timeout = 10.0;
   double elastic_timeout = 10.0;
   int elastic_ttl = 3;
+  double stall_timeout = 0;
 };
 Durations g_durations;
 
@@ -112,6 +113,42 @@ void AddElasticOptions(CLI::App& c, launch::LaunchOptions& o) {
   c.add_flag("--force", o.force, "clear a stale job's keys in etcd before joining")->envname("PADDLE_ELASTIC_FORCE")->group(g);
 }
 
+void AddObservabilityOptions(CLI::App& c, launch::LaunchOptions& o) {
+  const char* g = "Observability (docs/observability.md)";
+  c.add_option("--timeline", o.timeline, "write the job's timeline (Chrome trace JSON for Perfetto "
+               "or chrome://tracing) to this file when it ends; per-process files go to "
+               "LOG_DIR/timeline")
+      ->envname("FLOTILLA_TIMELINE")->group(g);
+  c.add_option("--timeline_max_mb", o.timeline_max_mb, "bound each process's timeline: past it, "
+               "the oldest half is dropped (ring mode keeps the last seconds that fit)")
+      ->check(CLI::NonNegativeNumber)->group(g);
+  c.add_option("--timeline_steps", o.timeline_steps, "trace only steps FIRST-LAST (e.g. 100-120)")
+      ->group(g);
+  c.add_option("--dashboard", o.dashboard, "serve a live job dashboard at [HOST]:PORT (host "
+               "default 127.0.0.1; 0.0.0.0 to share it); also serves /metrics and /healthz")
+      ->group(g);
+  c.add_option("--metrics_port", o.metrics_port, "serve the launcher's Prometheus /metrics and "
+               "/healthz on this port of every interface (0: any free port)")
+      ->group(g);
+  c.add_option("--stall_timeout", g_durations.stall_timeout, "seconds a collective or "
+               "parameter-server call may stay pending before the job counts as hung: every "
+               "process dumps its flight recorder and the job stops with the diagnosis "
+               "(exit code 124); 0: never")
+      ->envname("FLOTILLA_STALL_TIMEOUT")->check(CLI::NonNegativeNumber)->group(g);
+  c.add_option("--log_level", o.log_level, "log level of the launcher and every process "
+               "(trace, debug, info, warn, error, off)")
+      ->envname("FLOTILLA_LOG_LEVEL")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->group(g);
+  c.add_option("--tee", o.tee, "which processes stream their output to the console: all, none, "
+               "or a comma list of ranks and labels (\"0,2\", \"server 1\"); default: the "
+               "first local trainer")
+      ->group(g);
+  c.add_option("--log_prefix", o.log_prefix, "prefix streamed lines with \"[rank N] \": auto "
+               "(when several processes stream), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str()->group(g);
+}
+
 }  // namespace
 
 CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
@@ -129,6 +166,7 @@ CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
   AddCollectiveOptions(*c, o);
   AddPsOptions(*c, o);
   AddElasticOptions(*c, o);
+  AddObservabilityOptions(*c, o);
   return c;
 }
 
@@ -142,6 +180,8 @@ void FinishLaunchOptions(CLI::App& c, bool ps_only, launch::LaunchOptions& o) {
   o.elastic_ttl = std::chrono::seconds(g_durations.elastic_ttl);
   o.elastic_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(g_durations.elastic_timeout * 1000));
+  o.stall_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(g_durations.stall_timeout * 1000));
   if (o.job_id.empty()) o.job_id = env::GetOr("PADDLE_ELASTIC_JOB_ID", "");
   if (ps_only && o.run_mode.empty()) o.run_mode = "ps";
 }

@@ -2,6 +2,9 @@
 //   flotilla launch [options] program [args...]     collective or ps job
 //   flotilla launch_ps [options] program [args...]  ps job (seed 003)
 //   flotilla env [--explain]                         this process's role, and where it came from
+//   flotilla doctor LOG_DIR                          what hung or failed
+//   flotilla dashboard LOG_DIR                       a job's dashboard
+//   flotilla timeline OUT INPUTS...                  merge timelines
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -10,9 +13,11 @@
 #include "flotilla/common/error.h"
 #include "flotilla/common/logging.h"
 #include "launch/launcher.h"
+#include "launch/observe.h"
 #include "launch/signals.h"
 #include "env_command.h"
 #include "launch_command.h"
+#include "observe_commands.h"
 
 int main(int argc, char** argv) {
   // Before anything can start a thread (see signals.h).
@@ -27,10 +32,16 @@ int main(int argc, char** argv) {
   CLI::App* launch_ps = flotilla::tools::AddLaunchCommand(app, "launch_ps", true, options);
   flotilla::tools::EnvCommand env_options;
   CLI::App* env = flotilla::tools::AddEnvCommand(app, env_options);
+  int observe_code = 0;
+  flotilla::tools::AddObserveCommands(app, &observe_code);
   CLI11_PARSE(app, argc, argv);
   if (env->parsed()) return flotilla::tools::RunEnvCommand(env_options);
+  if (!launch->parsed() && !launch_ps->parsed()) return observe_code;
   const bool ps_only = launch_ps->parsed();
   flotilla::tools::FinishLaunchOptions(ps_only ? *launch_ps : *launch, ps_only, options);
+  // The FLOTILLA_* trace settings describe traced children, not the launcher.
+  flotilla::launch::ClearLauncherTraceEnv();
+  if (!options.log_level.empty()) spdlog::set_level(spdlog::level::from_str(options.log_level));
   try {
     return flotilla::launch::Launch(std::move(options));
   } catch (const flotilla::Error& e) {

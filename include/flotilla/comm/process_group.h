@@ -32,6 +32,9 @@
 
 namespace flotilla::comm {
 
+struct CollectiveSite;  // comm/collective_trace.h
+struct CollectiveOp;
+
 struct ProcessGroupOptions {
   // "auto" | "shm" | "gloo" | "hierarchical". auto: shm when every rank has
   // the same host_id, gloo when all differ, hierarchical otherwise.
@@ -115,14 +118,17 @@ class ProcessGroup {
   struct Communicator;
   class StallMonitor;
   Communicator& Comm(int comm);
+  // Queues `op` (traced as a collective) on `comm`'s thread.
+  std::shared_ptr<Work> EnqueueOp(int comm, CollectiveOp op, std::function<void(Backend&)> fn);
   // Runs fn on the caller's thread once `comm`'s queue is drained.
   template <typename Fn>
-  void RunBlocking(int comm, const Fn& fn);
+  void RunBlocking(int comm, CollectiveOp op, const Fn& fn);
 
   int rank_;
   int size_;
   ProcessGroupOptions options_;
   std::string backend_;
+  std::unique_ptr<CollectiveSite> site_;  // what every collective's trace shares
   std::vector<std::unique_ptr<Communicator>> comms_;
   std::unique_ptr<StallMonitor> monitor_;  // declared after comms_: stops first
   std::atomic<int64_t> allreduce_calls_{0};

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 
@@ -9,8 +10,14 @@ namespace flotilla::comm {
 
 class Work {
  public:
+  // seq: the collective's number on its communicator (0: not a collective);
+  // bucket: its fused gradient bucket (-1: none). Both label the wait in
+  // the timeline.
+  explicit Work(uint64_t seq = 0, int bucket = -1) : seq_(seq), bucket_(bucket) {}
+
   // Blocks until the operation finishes; rethrows its error, if any (every
-  // call rethrows the same error).
+  // call rethrows the same error). The time counts as the calling thread's
+  // communication time (trace::BlockedScope).
   void wait();
   bool completed();
 
@@ -18,6 +25,8 @@ class Work {
   void Finish(std::exception_ptr error);
 
  private:
+  const uint64_t seq_;
+  const int bucket_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;        // guarded by mu_

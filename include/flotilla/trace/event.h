@@ -1,5 +1,5 @@
 // Event: one record of the timeline, as a thread's buffer holds it. Plain
-// data, 128 bytes; strings are interned ids (names.h), argument keys are
+// data, 144 bytes; strings are interned ids (names.h), argument keys are
 // string literals.
 #pragma once
 
@@ -29,7 +29,7 @@ inline constexpr int kCategoryCount = 13;
 const char* CategoryName(Category c);
 
 struct Event {
-  static constexpr int kMaxArgs = 6;
+  static constexpr int kMaxArgs = 7;
   struct Arg {
     const char* key;  // a string literal
     int64_t value;    // an integer, a NameId, or a double's bits (see masks)

@@ -6,7 +6,7 @@
 //
 // Recording takes no lock: each thread appends to its own ring, drained by
 // the trace thread. When tracing is off (the default) a span costs one
-// relaxed load and a branch; when on, two clock reads and a 128-byte copy
+// relaxed load and a branch; when on, two clock reads and a 144-byte copy
 // (bench_trace measures both). A full ring drops events (counted) rather
 // than block the caller.
 //
@@ -58,6 +58,12 @@ class Span {
     return *this;
   }
   Span& ArgDouble(const char* key, double value);
+  // Moves the span's start back to `mono_ns` (a span of work that began
+  // before the recording site saw it, such as time in a queue).
+  Span& StartedAt(int64_t mono_ns) {
+    if (active_) event_.start_ns = mono_ns;
+    return *this;
+  }
   // Draws the span on a virtual row instead of the thread's (track.h).
   Span& OnTrack(uint32_t track) {
     if (active_) event_.track = track;
@@ -100,5 +106,7 @@ void FlushTimeline();
 
 // Names the calling thread's row ("executor", "comm 0", "rpc").
 void SetThreadName(std::string_view name);
+// The calling thread's row number in this process's timeline.
+uint32_t CurrentThreadRow();
 
 }  // namespace flotilla::trace

@@ -5,6 +5,7 @@
 #include "fleet/ops/op_families.h"
 #include "fleet/ring_registry.h"
 #include "flotilla/framework/op_registry.h"
+#include "flotilla/trace/collective_tag.h"
 
 namespace flotilla::fleet {
 
@@ -64,6 +65,7 @@ Tensor& Fuse(ExecutionContext& ctx, Tensor& fused) {
 }
 
 void AllreduceStartKernel(ExecutionContext& ctx) {
+  trace::CollectiveTag tag(ctx.AttrOr<int32_t>(kBucketAttr, -1));
   auto group = GetRing(ctx.Attr<int32_t>(kRingIdAttr));
   int comm = ctx.AttrOr<int32_t>(kCommAttr, 0);
   auto* pending = ctx.OutputVar("Handle")->GetMutableObject<PendingAllreduce>();
@@ -104,7 +106,7 @@ void RegisterAllreduceOps() {
               .default_attrs = {{"root", int32_t{0}}}});
   r.Register({.type = "c_allreduce_start",
               .kernels = {{Place::Kind::kCPU, AllreduceStartKernel}},
-              .default_attrs = {{kCommAttr, int32_t{0}}, {"sync", false}}});
+              .default_attrs = {{kCommAttr, int32_t{0}}, {"sync", false}, {kBucketAttr, int32_t{-1}}}});
   r.Register({.type = "c_allreduce_wait", .kernels = {{Place::Kind::kCPU, AllreduceWaitKernel}}});
 }
 

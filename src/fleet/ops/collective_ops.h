@@ -25,6 +25,9 @@ void RegisterCollectiveOps();
 
 inline constexpr const char* kRingIdAttr = "ring_id";
 inline constexpr const char* kCommAttr = "comm";
+// c_allreduce_start: the bucket's index, which traces and the flight
+// recorder show ("allreduce #812 (bucket 3)").
+inline constexpr const char* kBucketAttr = "bucket";
 
 // Base64 for the sub_program attribute (string attributes must be text).
 std::string Base64Encode(const std::string& bytes);

@@ -1,0 +1,110 @@
+#include "observe_commands.h"
+
+#include <poll.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+
+#include "flotilla/common/error.h"
+#include "flotilla/trace/doctor.h"
+#include "flotilla/trace/http_server.h"
+#include "flotilla/trace/timeline_merge.h"
+#include "launch/dashboard.h"
+#include "launch/signals.h"
+
+namespace flotilla::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ObserveArgs {
+  std::string log_dir;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string output;
+  std::vector<std::string> inputs;
+};
+
+int Doctor(const ObserveArgs& a) {
+  if (!fs::is_directory(a.log_dir)) {
+    std::cerr << "flotilla doctor: " << a.log_dir << " is not a directory (expected a job's --log_dir)\n";
+    return 2;
+  }
+  std::cout << trace::FormatDiagnosis(trace::Diagnose(fs::absolute(a.log_dir).string()));
+  return 0;
+}
+
+// Serves until SIGINT/SIGTERM (blocked by main: read from a signalfd).
+int Dashboard(const ObserveArgs& a) {
+  if (!fs::is_directory(a.log_dir)) {
+    std::cerr << "flotilla dashboard: " << a.log_dir << " is not a directory (expected a job's --log_dir)\n";
+    return 2;
+  }
+  launch::SignalFd signals;
+  trace::HttpServer http(a.host, a.port);
+  launch::ServeDashboard(http, fs::absolute(a.log_dir).lexically_normal().string());
+  http.Start();
+  std::cerr << "flotilla dashboard: http://" << a.host << ":" << http.port() << "/ (Ctrl-C stops)\n";
+  while (true) {
+    for (int sig : signals.Drain()) {
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) return 0;
+    }
+    pollfd fd{signals.fd(), POLLIN, 0};
+    poll(&fd, 1, 1000);
+  }
+}
+
+int Timeline(const ObserveArgs& a) {
+  std::vector<std::string> files;
+  for (const auto& in : a.inputs) {
+    if (fs::is_directory(in)) {
+      const std::string dir = fs::is_directory(fs::path(in) / "timeline") ? in + "/timeline" : in;
+      for (const auto& f : trace::TimelineFiles(dir)) files.push_back(f);
+    } else {
+      files.push_back(in);
+    }
+  }
+  const auto stats = trace::MergeTimelines(files, a.output);
+  std::cout << a.output << ": " << stats.processes << " processes, " << stats.events
+            << " events, " << stats.flows << " collectives linked\n";
+  return 0;
+}
+
+template <typename Fn>
+void Run(Fn fn, const ObserveArgs& a, int* code, const char* name) {
+  try {
+    *code = fn(a);
+  } catch (const Error& e) {
+    std::cerr << "flotilla " << name << ": " << e.what() << "\n";
+    *code = 2;
+  }
+}
+
+}  // namespace
+
+void AddObserveCommands(CLI::App& app, int* exit_code) {
+  static ObserveArgs args;
+  CLI::App* doctor = app.add_subcommand(
+      "doctor", "diagnose a hung or failed job from its log dir: which rank or server is stuck, "
+                "in which collective or call, and what each process was doing");
+  doctor->add_option("log_dir", args.log_dir, "the job's --log_dir")->required();
+  doctor->callback([exit_code] { Run(Doctor, args, exit_code, "doctor"); });
+
+  CLI::App* dash = app.add_subcommand(
+      "dashboard", "serve a job's dashboard from its log dir (after or during the job)");
+  dash->add_option("log_dir", args.log_dir, "the job's --log_dir")->required();
+  dash->add_option("--host", args.host, "address to listen on")->capture_default_str();
+  dash->add_option("--port", args.port, "port (0: any free port)")->capture_default_str();
+  dash->callback([exit_code] { Run(Dashboard, args, exit_code, "dashboard"); });
+
+  CLI::App* timeline = app.add_subcommand(
+      "timeline", "merge per-process timelines (a log dir, its timeline/ directory, or files) "
+                  "into one trace, as flotilla launch --timeline does at exit");
+  timeline->add_option("output", args.output, "the merged trace to write")->required();
+  timeline->add_option("inputs", args.inputs, "log dirs, timeline dirs or files")->required();
+  timeline->callback([exit_code] { Run(Timeline, args, exit_code, "timeline"); });
+}
+
+}  // namespace flotilla::tools
