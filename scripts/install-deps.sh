@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh          build + test dependencies
 #   scripts/install-deps.sh --bench  also the peers the benchmarks compare against
 #   scripts/install-deps.sh --container  also podman (tests/clusters/container_test.py)
+#   scripts/install-deps.sh --test-browser  also headless Chromium for the dashboard test
 set -euo pipefail
 
 packages=(
@@ -20,13 +21,18 @@ packages=(
   python3-yaml
   # ssd sparse tables of the parameter servers (rows beyond a memory budget).
   librocksdb-dev
+  # The dashboard and metrics endpoint; their tests' Prometheus parser.
+  libcpp-httplib-dev libjs-chart.js python3-prometheus-client python3-pytest
 )
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch)
-fi
-if [[ "${1:-}" == "--container" ]]; then
-  packages+=(podman)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(python3-torch) ;;
+    --container) packages+=(podman) ;;
+    --test-browser) packages+=(chromium chromium-driver python3-selenium) ;;
+    *) echo "install-deps: unknown option '$arg' (expected --bench, --container or --test-browser)" >&2
+       exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

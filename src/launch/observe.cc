@@ -165,8 +165,17 @@ void JobObserver::WriteStatus(const std::vector<ProcessView>& views) {
   nlohmann::json processes = nlohmann::json::array();
   std::map<std::string, int> states;
   for (const ProcessView& v : views) {
-    const bool stopped = v.running && Stopped(v.pid);
-    const std::string state = stopped ? "stopped" : v.state;
+    const std::string label = v.spec.label();
+    // A process stopped when the job was stopped stays "stopped" afterwards,
+    // so the doctor run later says what the one run at the abort said.
+    if (v.running && Stopped(v.pid)) seen_stopped_.insert(label);
+    const bool stopped = seen_stopped_.count(label) > 0;
+    const std::string state = stopped && v.state != "failed" ? "stopped" : v.state;
+    std::string status = v.status;
+    if (stopped) {
+      status = v.running ? "stopped by a signal (SIGSTOP)"
+                         : "stopped by a signal (SIGSTOP) until the job was stopped";
+    }
     ++states[state];
     processes.push_back({{"label", v.spec.label()},
                          {"role", RoleName(v.spec.role)},
@@ -176,7 +185,7 @@ void JobObserver::WriteStatus(const std::vector<ProcessView>& views) {
                          {"endpoint", v.spec.endpoint()},
                          {"log", v.log_path},
                          {"state", state},
-                         {"status", stopped ? "stopped by a signal (SIGSTOP)" : v.status}});
+                         {"status", status}});
   }
   for (const char* s : {"running", "exited", "failed", "stopped"}) {
     trace::MetricsRegistry::Global()
@@ -209,7 +218,7 @@ std::optional<std::string> JobObserver::Stalled() {
     } catch (const Error&) {
       continue;
     }
-    return StrCat(e.path().stem().string(), ": ", what);
+    return what;
   }
   return std::nullopt;
 }

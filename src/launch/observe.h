@@ -19,6 +19,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,7 @@ class JobObserver {
   std::unique_ptr<trace::HttpServer> http_;
   std::chrono::steady_clock::time_point next_stall_check_{};
   bool timeline_started_ = false;
+  std::set<std::string> seen_stopped_;  // labels once seen stopped
 };
 
 // Removes this process's own FLOTILLA_* trace settings from the environment

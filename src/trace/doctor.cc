@@ -47,6 +47,14 @@ std::string Collective(const DumpedRecord& r) {
   return StrCat(r.kind, " #", r.seq, " (", Join(facts, ", "), ")");
 }
 
+// "allreduce #17 (bucket 1, 128 B) issued at step 5 in op c_allreduce_start"
+std::string Issued(const DumpedRecord& r) {
+  std::string out = Collective(r);
+  if (r.step >= 0) out += StrCat(" issued at step ", r.step);
+  if (!r.op.empty()) out += StrCat(" in op ", r.op);
+  return out;
+}
+
 // Two ranks ran the same collective as #seq when kind, size and bucket agree.
 bool Same(const DumpedRecord& a, const DumpedRecord& b) {
   return a.kind == b.kind && a.bytes == b.bytes && a.bucket == b.bucket;
@@ -121,7 +129,7 @@ void FindMismatch(const std::map<int, RankView>& ranks, Diagnosis& out) {
     if (kinds.size() < 2) continue;
     std::sort(kinds.begin(), kinds.end(), [](auto& a, auto& b) { return a.second.size() > b.second.size(); });
     std::vector<std::string> parts;
-    for (const auto& [r, rs] : kinds) parts.push_back(StrCat(Who("rank", rs), " ran ", Collective(*r)));
+    for (const auto& [r, rs] : kinds) parts.push_back(StrCat(Who("rank", rs), " ran ", Issued(*r)));
     out.findings.push_back(StrCat("the ranks disagree on collective #", seq, ": ", Join(parts, "; "),
                                   " — ", Who("rank", kinds.back().second),
                                   " skipped, added or reordered a collective before it"));
@@ -160,7 +168,7 @@ void DiagnoseGroup(const DoctorInput& in, const std::map<int, RankView>& ranks, 
           last ? StrCat("last record: ", Collective(*last), " ", last->state, ", ") : "";
       others.push_back(StrCat(label, " never entered — ", last_text, Where(*v.dump), note));
     } else if (mine->pending()) {
-      others.push_back(StrCat(label, " is in ", Collective(*mine), " instead", note));
+      others.push_back(StrCat(label, " is in ", Issued(*mine), " instead", note));
     } else {
       const std::string now = v.first_pending ? StrCat("now in ", Collective(*v.first_pending))
                                               : Where(*v.dump);
@@ -182,7 +190,8 @@ void DiagnoseCollectives(const DoctorInput& in, Diagnosis& out) {
 
 struct ServerView {
   std::string endpoint;
-  int64_t since_wall = INT64_MAX;
+  int64_t since_wall = INT64_MAX;         // earliest pending call
+  int64_t first_failure_wall = INT64_MAX;
   int64_t pending_ns = 0;
   bool failed = false;
   std::set<int> trainers;
@@ -196,9 +205,14 @@ void DiagnosePs(const DoctorInput& in, Diagnosis& out) {
       if (r.type != "rpc" || !(r.pending() || r.state == "failed")) continue;
       ServerView& s = servers[r.server];
       s.endpoint = r.endpoint;
-      s.since_wall = std::min(s.since_wall, r.since_ns() + d.wall_minus_mono_ns);
-      s.failed |= r.state == "failed";
-      if (r.pending()) s.pending_ns = std::max(s.pending_ns, d.mono_ns - r.since_ns());
+      const int64_t wall = r.since_ns() + d.wall_minus_mono_ns;
+      if (r.pending()) {
+        s.since_wall = std::min(s.since_wall, wall);
+        s.pending_ns = std::max(s.pending_ns, d.mono_ns - r.since_ns());
+      } else {
+        s.failed = true;
+        s.first_failure_wall = std::min(s.first_failure_wall, wall);
+      }
       s.trainers.insert(d.role == "trainer" ? d.id : r.trainer);
       s.calls.insert(r.table.empty() ? r.kind : StrCat(r.kind, " table ", r.table));
     }
@@ -211,7 +225,8 @@ void DiagnosePs(const DoctorInput& in, Diagnosis& out) {
     const char* verb = dumped ? "has not answered since " : "unreachable since ";
     out.findings.insert(out.findings.begin(),
                         StrCat("pserver ", server, " (", s.endpoint, ") ", verb,
-                               TimeOfDay(s.since_wall), StatusNote(in, label), "; ",
+                               TimeOfDay(s.pending_ns > 0 ? s.since_wall : s.first_failure_wall),
+                               StatusNote(in, label), "; ",
                                Who("trainer", {s.trainers.begin(), s.trainers.end()}),
                                " blocked in ", Join({s.calls.begin(), s.calls.end()}, ", ")));
   }

@@ -30,6 +30,8 @@ DumpedRecord ParseRecord(const nlohmann::json& j) {
   r.server = j.value("server", 0);
   r.trainer = j.value("trainer", 0);
   r.keys = j.value("keys", int64_t{0});
+  r.step = j.value("step", int64_t{-1});
+  r.op = j.value("op", "");
   r.enqueue_ns = j.value("enqueue_ns", int64_t{0});
   r.start_ns = j.value("start_ns", int64_t{0});
   r.end_ns = j.value("end_ns", int64_t{0});

@@ -26,6 +26,8 @@ struct DumpedRecord {
   std::string table, endpoint;
   int server = 0, trainer = 0;
   int64_t keys = 0;
+  int64_t step = -1;
+  std::string op;  // the op running when it was issued
   int64_t enqueue_ns = 0, start_ns = 0, end_ns = 0;
 
   bool pending() const { return state == "queued" || state == "started"; }

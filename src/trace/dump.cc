@@ -22,6 +22,8 @@ nlohmann::json RecordJson(const FlightRecord& r) {
                       {"kind", NameOf(r.kind)},
                       {"seq", r.seq},
                       {"bytes", r.bytes},
+                      {"step", r.step},
+                      {"op", NameOf(r.op)},
                       {"enqueue_ns", r.enqueue_ns},
                       {"start_ns", r.start_ns},
                       {"end_ns", r.end_ns}};

@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "flotilla/trace/activity.h"
 #include "flotilla/trace/clock.h"
 #include "flotilla/trace/dump.h"
 #include "trace/settings.h"
@@ -32,6 +33,11 @@ FlightRecorder::FlightRecorder(size_t capacity) : ring_(capacity) {}
 uint64_t FlightRecorder::Add(FlightRecord record) {
   if (ring_.empty()) return 0;
   if (record.enqueue_ns == 0) record.enqueue_ns = MonoNs();
+  if (record.step < 0) {
+    const Activity a = CurrentActivity();
+    record.step = a.step;
+    record.op = a.in_op ? a.op : kNoName;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   record.id = next_id_++;
   ring_[record.id % ring_.size()] = record;

@@ -188,7 +188,7 @@ void Runtime::Stall(const std::string& what) {
   DumpFlight("stall: " + what);
   if (dir.empty()) return;
   try {
-    WriteFileAtomic(StallMarkerPath(dir, Self().label), what + "\n");
+    WriteFileAtomic(StallMarkerPath(dir, Self().label), Self().label + ": " + what + "\n");
   } catch (const std::exception& e) {
     log::Warn("cannot write the stall marker: {}", e.what());
   }

@@ -38,6 +38,8 @@ struct FlightRecord {
   uint64_t seq = 0;            // collective: number on its communicator, from 1
   int64_t bytes = 0;
   int64_t keys = 0;            // rpc: sparse keys
+  int64_t step = -1;           // the process's step when issued (-1: take it from activity.h)
+  NameId op = kNoName;         // the op running when issued
   int64_t enqueue_ns = 0;      // MonoNs(); 0 = not reached
   int64_t start_ns = 0;
   int64_t end_ns = 0;
