@@ -74,7 +74,10 @@ struct Span {
 };
 
 // Links each collective's spans across ranks and splits them into waiting
-// and transfer. Returns the number of linked collectives.
+// and transfer. Each arrow end sits at the start of its rank's "transfer"
+// slice, with the slice's category: Perfetto binds it to the slice open
+// there, Chromium's trace engine to the slice with the same pid, tid, ts and
+// category. Returns the number of linked collectives.
 int64_t LinkCollectives(std::vector<json>& events, std::vector<json>& extra) {
   std::map<std::tuple<std::string, int64_t, int64_t>, std::vector<Span>> same;
   for (json& e : events) {
@@ -95,7 +98,8 @@ int64_t LinkCollectives(std::vector<json>& events, std::vector<json>& extra) {
     for (size_t i = 0; i < spans.size(); ++i) {
       const Span& s = spans[i];
       json& e = *s.event;
-      const double moving_from = std::min(std::max(s.start, last_arrival), s.end);
+      // Each rank's arrow end 1 ns apart: Chromium keys a flow's points by time.
+      const double moving_from = std::min(std::max(s.start, last_arrival) + 0.001 * i, s.end);
       e["args"]["waiting_us"] = moving_from - s.start;
       json child = {{"ph", "X"}, {"cat", "collective"}, {"pid", e["pid"]}, {"tid", e["tid"]}};
       if (moving_from > s.start) {
@@ -107,7 +111,7 @@ int64_t LinkCollectives(std::vector<json>& events, std::vector<json>& extra) {
       extra.push_back(std::move(child));
       json flow = {{"ph", i == 0 ? "s" : "f"}, {"cat", "collective"}, {"id", flows},
                    {"name", e["name"].get<std::string>() + " #" + std::to_string(std::get<2>(key))},
-                   {"pid", e["pid"]}, {"tid", e["tid"]}, {"ts", (moving_from + s.end) / 2}};
+                   {"pid", e["pid"]}, {"tid", e["tid"]}, {"ts", moving_from}};
       if (i > 0) flow["bp"] = "e";
       extra.push_back(std::move(flow));
     }
