@@ -15,3 +15,10 @@ set_tests_properties(observe_timeline_test PROPERTIES TIMEOUT 600 LABELS observe
 flotilla_test(observe_hang_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/observe_hang_test.cc
   DEPS launch_test_util TIMEOUT 300 LABELS observe)
 add_dependencies(observe_hang_test flotilla hang_worker wide_and_deep)
+foreach(t metrics browser)
+  add_test(NAME observe_${t}_test
+    COMMAND ${FLOTILLA_PYTHON} -m pytest -q -p no:cacheprovider -rs
+            ${CMAKE_CURRENT_LIST_DIR}/observe/test_${t}.py)
+  set_tests_properties(observe_${t}_test PROPERTIES TIMEOUT 600 LABELS observe
+    ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};OPENBLAS_NUM_THREADS=1")
+endforeach()

@@ -144,6 +144,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     world.channel->Finish();
     if (!again) {
       observer.Finish();
+      observer.Linger(signals);
       return code;
     }
   }

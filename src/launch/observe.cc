@@ -1,5 +1,6 @@
 #include "launch/observe.h"
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,7 +37,7 @@ namespace {
 const char* const kChildTraceEnv[] = {
     "FLOTILLA_TIMELINE", "FLOTILLA_TIMELINE_MAX_MB", "FLOTILLA_TIMELINE_STEPS",
     "FLOTILLA_TRACE_LABEL", "FLOTILLA_FLIGHT_DIR", "FLOTILLA_METRICS_DIR",
-    "FLOTILLA_STALL_TIMEOUT", "FLOTILLA_METRICS_PORT"};
+    "FLOTILLA_STALL_TIMEOUT"};
 
 // "host:port" / ":port" → host (default 127.0.0.1: the dashboard shows
 // logs, so it is not exposed unless asked) and port.
@@ -150,6 +151,7 @@ EnvList JobObserver::ChildEnv(const ProcessSpec& p) const {
     env.emplace_back("FLOTILLA_STALL_TIMEOUT", StrCat(options_.stall_timeout.count() / 1000.0));
   }
   if (!options_.log_level.empty()) env.emplace_back("FLOTILLA_LOG_LEVEL", options_.log_level);
+  if (options_.metrics_port >= 0) env.emplace_back("FLOTILLA_METRICS_PORT", "0");
   return env;
 }
 
@@ -259,6 +261,20 @@ std::string JobObserver::Diagnose(const std::vector<ProcessView>& views) {
   if (!d.details.empty()) out += "where each process was:\n";
   for (const auto& s : d.details) out += "  " + s + "\n";
   return Trim(out);
+}
+
+void JobObserver::Linger(SignalFd& signals) {
+  if (!http_ || options_.dashboard.empty() || options_.dashboard_linger.count() <= 0) return;
+  std::cerr << "flotilla launch: the dashboard stays up for "
+            << options_.dashboard_linger.count() / 1000.0 << " s (Ctrl-C ends it)\n";
+  const auto deadline = Clock::now() + options_.dashboard_linger;
+  while (Clock::now() < deadline) {
+    pollfd fd{signals.fd(), POLLIN, 0};
+    poll(&fd, 1, 200);
+    for (int sig : signals.Drain()) {
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) return;
+    }
+  }
 }
 
 void JobObserver::Finish() {

@@ -26,6 +26,7 @@
 #include "launch/cluster_spec.h"
 #include "launch/env_contract.h"
 #include "launch/options.h"
+#include "launch/signals.h"
 #include "launch/supervisor.h"
 
 namespace flotilla::comm {
@@ -57,6 +58,9 @@ class JobObserver {
   // The processes are gone: merges the timeline (--timeline). Prints where
   // it went to stderr.
   void Finish();
+  // Keeps the dashboard up for --dashboard_linger, or until SIGINT, SIGTERM
+  // or SIGHUP arrives on `signals`.
+  void Linger(SignalFd& signals);
 
   std::string flight_dir() const { return log_dir_ + "/flight"; }
   std::string metrics_dir() const { return log_dir_ + "/metrics"; }

@@ -64,6 +64,7 @@ struct LaunchOptions {
   int timeline_max_mb = 0;          // bound per process (ring mode); 0 = none
   std::string timeline_steps;       // "FIRST-LAST": trace only these steps
   std::string dashboard;            // [HOST]:PORT of the live dashboard
+  std::chrono::milliseconds dashboard_linger{0};  // keep serving it after the job ends
   int metrics_port = -1;            // the launcher's own /metrics; -1 = none
   std::chrono::milliseconds stall_timeout{0};  // stop a job stalled this long; 0 = never
   std::string log_level;            // every process's log level ("" = inherited)

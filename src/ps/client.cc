@@ -380,8 +380,6 @@ Tensor PsClient::PullSparse(const std::string& name, std::span<const int64_t> ke
 }
 
 void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys, Tensor* out) {
-  const RpcTag tag(name, static_cast<int64_t>(keys.size()),
-                   static_cast<int64_t>(keys.size() * sizeof(int64_t)));
   if (keys.empty()) {
     out->set_dtype(DType::kFloat32).Resize({0, 0});
     return;
@@ -398,6 +396,8 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
 void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys,
                           const RowSink& sink) {
   if (keys.empty()) return;
+  const RpcTag tag(name, static_cast<int64_t>(keys.size()),
+                   static_cast<int64_t>(keys.size() * sizeof(int64_t)));
   const Impl::KeyRoute route = impl_->Route(keys);
   const CallPlan plan = PlanPull(route.count, impl_->options);
   const size_t n = plan.server.size();

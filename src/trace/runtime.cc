@@ -14,6 +14,7 @@
 #include "flotilla/trace/activity.h"
 #include "flotilla/trace/dump.h"
 #include "flotilla/trace/flight_recorder.h"
+#include "flotilla/trace/http_server.h"
 #include "flotilla/trace/process_info.h"
 #include "flotilla/trace/trace.h"
 #include "trace/metrics_snapshot.h"
@@ -62,6 +63,7 @@ Runtime::Runtime() {
   if (!s.timeline.empty()) {
     StartTimeline({s.timeline, s.timeline_max_bytes, s.first_step, s.last_step});
   }
+  ServeMetrics(/*always=*/false);  // when FLOTILLA_METRICS_PORT asks for it
   thread_ = std::thread([this] { Loop(); });
 }
 

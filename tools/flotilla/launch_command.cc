@@ -17,6 +17,7 @@ struct Durations {
   double elastic_timeout = 10.0;
   int elastic_ttl = 3;
   double stall_timeout = 0;
+  double dashboard_linger = 0;
 };
 Durations g_durations;
 
@@ -127,8 +128,13 @@ void AddObservabilityOptions(CLI::App& c, launch::LaunchOptions& o) {
   c.add_option("--dashboard", o.dashboard, "serve a live job dashboard at [HOST]:PORT (host "
                "default 127.0.0.1; 0.0.0.0 to share it); also serves /metrics and /healthz")
       ->group(g);
+  c.add_option("--dashboard_linger", g_durations.dashboard_linger, "seconds the dashboard stays "
+               "up after the job ended (Ctrl-C ends it sooner); `flotilla dashboard LOG_DIR` "
+               "serves it any time later")
+      ->check(CLI::NonNegativeNumber)->group(g);
   c.add_option("--metrics_port", o.metrics_port, "serve the launcher's Prometheus /metrics and "
-               "/healthz on this port of every interface (0: any free port)")
+               "/healthz on this port of every interface (0: any free port); every process then "
+               "serves its own on a free port, listed in LOG_DIR/metrics/*.url")
       ->group(g);
   c.add_option("--stall_timeout", g_durations.stall_timeout, "seconds a collective or "
                "parameter-server call may stay pending before the job counts as hung: every "
@@ -182,6 +188,8 @@ void FinishLaunchOptions(CLI::App& c, bool ps_only, launch::LaunchOptions& o) {
       std::chrono::milliseconds(static_cast<int64_t>(g_durations.elastic_timeout * 1000));
   o.stall_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(g_durations.stall_timeout * 1000));
+  o.dashboard_linger =
+      std::chrono::milliseconds(static_cast<int64_t>(g_durations.dashboard_linger * 1000));
   if (o.job_id.empty()) o.job_id = env::GetOr("PADDLE_ELASTIC_JOB_ID", "");
   if (ps_only && o.run_mode.empty()) o.run_mode = "ps";
 }
