@@ -8,7 +8,11 @@
 // of the process, the cost of a step that does not depend on how busy the
 // machine is) and one with the ratios.
 //
-//   bench_ddp [--steps 100] [--warmup 10] [--repeats 3] [--ranks 1,2] [--no-torch]
+// With --tracing it runs Flotilla alone, without and with --timeline
+// (every rank writing its timeline, the launcher merging them), alternating,
+// and prints the overhead on rank 0's CPU time per step.
+//
+//   bench_ddp [--steps 100] [--warmup 10] [--repeats 3] [--ranks 1,2] [--no-torch] [--tracing]
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +33,7 @@ struct Options {
   int repeats = 3;
   std::vector<int> ranks = {1, 2};
   bool torch = true;
+  bool tracing = false;
   std::string extra;  // more train_with_fleet flags
 };
 
@@ -57,6 +62,7 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--ranks") o.ranks = ParseRanks(value());
     else if (a == "--flotilla_args") o.extra = value();
     else if (a == "--no-torch") o.torch = false;
+    else if (a == "--tracing") o.tracing = true;
     else throw std::invalid_argument("unknown flag '" + a + "' (expected --steps, --warmup, "
                                      "--repeats, --ranks, --flotilla_args, --no-torch)");
   }
@@ -89,10 +95,11 @@ std::string Devices(int n) {
   return d;
 }
 
-std::string FlotillaCommand(const Options& o, int n) {
+std::string FlotillaCommand(const Options& o, int n, bool traced = false) {
   std::string bin = std::string(FLOTILLA_BUILD_DIR) + "/bin/";
+  const std::string logs = "/tmp/bench_ddp_logs." + std::to_string(getpid());
   return "OPENBLAS_NUM_THREADS=1 " + bin + "flotilla launch --devices " + Devices(n) +
-         " --log_dir /tmp/bench_ddp_logs." + std::to_string(getpid()) + " " + bin +
+         " --log_dir " + logs + (traced ? " --timeline " + logs + "/job.json" : "") + " " + bin +
          "train_with_fleet --steps " + std::to_string(o.steps) + " --warmup " +
          std::to_string(o.warmup) + " " + o.extra + " 2>/dev/null";
 }
@@ -130,9 +137,30 @@ void Report(const char* impl, int n, const Options& o, const Measure& m) {
 
 }  // namespace
 
+// Without and with --timeline, alternating.
+void TracingOverhead(const Options& o, int n) {
+  Measure plain, traced;
+  for (int r = 0; r < o.repeats; ++r) {
+    plain.Add(RunForJson(FlotillaCommand(o, n)));
+    traced.Add(RunForJson(FlotillaCommand(o, n, true)));
+  }
+  Report("flotilla", n, o, plain);
+  Report("flotilla traced", n, o, traced);
+  const double overhead = Median(traced.cpu_ms) / Median(plain.cpu_ms);
+  std::cout << nlohmann::json({{"bench", "ddp"}, {"ranks", n}, {"overhead", "traced/untraced"},
+                               {"value", overhead}, {"goal", "<= 1.02"}, {"met", overhead <= 1.02},
+                               {"samples_per_sec_ratio", Median(traced.rate) / Median(plain.rate)}})
+                   .dump()
+            << std::endl;
+}
+
 int main(int argc, char** argv) {
   try {
     Options o = ParseArgs(argc, argv);
+    if (o.tracing) {
+      for (int n : o.ranks) TracingOverhead(o, n);
+      return 0;
+    }
     for (int n : o.ranks) {
       Measure ours, theirs;
       for (int r = 0; r < o.repeats; ++r) {

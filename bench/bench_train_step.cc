@@ -2,13 +2,20 @@
 // softmax, cross_entropy, SGD 0.01, batch 128) in one process with one BLAS
 // thread, side by side with the same model in PyTorch (torch_mlp.py) run in
 // the same invocation. Prints one JSON line per implementation and a ratio.
+// With --tracing it measures Flotilla alone, untraced and with a timeline
+// being written, alternating, and prints the overhead (CPU time per step of
+// the whole process, the trace thread included).
 //
-//   bench_train_step [--steps 100] [--repeats 3] [--hidden 1280] [--no-torch]
+//   bench_train_step [--steps 100] [--repeats 3] [--hidden 1280] [--no-torch] [--tracing]
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -19,6 +26,7 @@
 #include "flotilla/core/math.h"
 #include "flotilla/framework/executor.h"
 #include "flotilla/framework/op_registry.h"
+#include "flotilla/trace/trace.h"
 
 namespace {
 
@@ -31,6 +39,7 @@ struct Options {
   int hidden = 1280;
   int batch = 128;
   bool torch = true;
+  bool tracing = false;
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -43,7 +52,8 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--hidden") o.hidden = next();
     else if (a == "--batch_size") o.batch = next();
     else if (a == "--no-torch") o.torch = false;
-    else throw InvalidArgument("unknown flag '" + a + "' (expected --steps, --repeats, --hidden, --batch_size, --no-torch)");
+    else if (a == "--tracing") o.tracing = true;
+    else throw InvalidArgument("unknown flag '" + a + "' (expected --steps, --repeats, --hidden, --batch_size, --no-torch, --tracing)");
   }
   return o;
 }
@@ -75,9 +85,19 @@ class FlotillaMlp {
 
   double Measure() {
     auto start = std::chrono::steady_clock::now();
+    const double cpu0 = ProcessCpuSeconds();
     for (int i = 0; i < o_.steps; ++i) exe_.Run(main_, feed_, {loss_}, &scope_);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    last_cpu_ms_per_step_ = (ProcessCpuSeconds() - cpu0) * 1000 / o_.steps;
     return o_.steps / secs;
+  }
+  // CPU milliseconds per step of the last Measure(), every thread included.
+  double last_cpu_ms_per_step() const { return last_cpu_ms_per_step_; }
+
+  static double ProcessCpuSeconds() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
   }
 
  private:
@@ -87,6 +107,7 @@ class FlotillaMlp {
   FeedMap feed_;
   Executor exe_;
   Scope scope_;
+  double last_cpu_ms_per_step_ = 0;
 };
 
 double Median(std::vector<double> v) {
@@ -111,6 +132,37 @@ nlohmann::json TorchResult(const Options& o) {
   return nlohmann::json::parse(out.substr(0, out.find('\n')));
 }
 
+// Untraced and traced (a timeline written to /tmp), alternating.
+int TracingOverhead(const Options& o, FlotillaMlp& mlp) {
+  const std::string path = "/tmp/bench_train_step_trace." + std::to_string(getpid()) + ".json";
+  std::vector<double> off_rate, on_rate, off_cpu, on_cpu;
+  for (int r = 0; r < o.repeats; ++r) {
+    off_rate.push_back(mlp.Measure());
+    off_cpu.push_back(mlp.last_cpu_ms_per_step());
+    trace::StartTimeline(path);
+    on_rate.push_back(mlp.Measure());
+    trace::StopTimeline();
+    on_cpu.push_back(mlp.last_cpu_ms_per_step());
+  }
+  std::remove(path.c_str());
+  for (auto [impl, rate, cpu] : {std::tuple{"flotilla", &off_rate, &off_cpu},
+                                 std::tuple{"flotilla traced", &on_rate, &on_cpu}}) {
+    std::cout << nlohmann::json({{"bench", "train_step"}, {"impl", impl}, {"model", "mlp"},
+                                 {"hidden", o.hidden}, {"batch", o.batch}, {"threads", 1},
+                                 {"repeats", o.repeats}, {"steps_per_sec", Median(*rate)},
+                                 {"cpu_ms_per_step", Median(*cpu)}})
+                     .dump()
+              << std::endl;
+  }
+  const double overhead = Median(on_cpu) / Median(off_cpu);
+  std::cout << nlohmann::json({{"bench", "train_step"}, {"model", "mlp"},
+                               {"overhead", "traced/untraced"}, {"value", overhead},
+                               {"goal", "<= 1.02"}, {"met", overhead <= 1.02}})
+                   .dump()
+            << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,7 +171,9 @@ int main(int argc, char** argv) {
     // Repeats alternate between the peers so that load on this noisy
     // machine hits both alike; each reports the median of its repeats.
     FlotillaMlp mlp(o);
+    if (o.tracing) return TracingOverhead(o, mlp);
     std::vector<double> mine_rates, torch_rates;
+    std::vector<double> mine_cpu;
     nlohmann::json torch = nullptr;
     for (int r = 0; r < o.repeats; ++r) {
       if (o.torch) {
@@ -130,12 +184,13 @@ int main(int argc, char** argv) {
         }
       }
       mine_rates.push_back(mlp.Measure());
+      mine_cpu.push_back(mlp.last_cpu_ms_per_step());
     }
     double flotilla = Median(mine_rates);
     if (!torch.is_null()) torch["steps_per_sec"] = Median(torch_rates);
     nlohmann::json mine = {{"bench", "train_step"}, {"impl", "flotilla"}, {"model", "mlp"},
                            {"hidden", o.hidden},    {"batch", o.batch},   {"threads", 1},
-                           {"steps_per_sec", flotilla}};
+                           {"steps_per_sec", flotilla}, {"cpu_ms_per_step", Median(mine_cpu)}};
     std::cout << mine.dump() << std::endl;
     if (torch.is_null()) {
       std::cout << nlohmann::json({{"bench", "train_step"}, {"impl", "pytorch"},

@@ -22,3 +22,7 @@ foreach(t metrics browser)
   set_tests_properties(observe_${t}_test PROPERTIES TIMEOUT 600 LABELS observe
     ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};OPENBLAS_NUM_THREADS=1")
 endforeach()
+
+flotilla_test(observe_launch_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/observe_launch_test.cc
+  DEPS launch_test_util TIMEOUT 240 LABELS observe)
+add_dependencies(observe_launch_test flotilla launch_probe)

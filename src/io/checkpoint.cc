@@ -5,6 +5,7 @@
 
 #include "checkpoint_dir.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/trace/trace.h"
 #include "flotilla/common/file_util.h"
 #include "manifest.h"
 
@@ -43,12 +44,16 @@ std::vector<std::string> PersistableNames(const Program& program) {
 }
 
 void SaveVars(const std::string& dir, const std::vector<std::string>& names, const Scope& scope) {
+  trace::Span span(trace::Category::kCheckpoint, FLOTILLA_TRACE_NAME("save"));
+  span.Arg("vars", static_cast<int64_t>(names.size()));
   internal::CommitDirAtomic(dir, [&](const std::string& tmp) {
     internal::WriteTensors(tmp, names, scope);
   });
 }
 
 void LoadVars(const std::string& dir, const std::vector<std::string>& names, Scope& scope) {
+  trace::Span span(trace::Category::kCheckpoint, FLOTILLA_TRACE_NAME("load"));
+  span.Arg("vars", static_cast<int64_t>(names.size()));
   Store(internal::ReadTensors(dir, names), scope);
 }
 
@@ -57,6 +62,7 @@ void SavePersistables(const std::string& dir, const Program& program, const Scop
 }
 
 void LoadPersistables(const std::string& dir, const Program& program, Scope& scope) {
+  trace::Span span(trace::Category::kCheckpoint, FLOTILLA_TRACE_NAME("load"));
   Store(internal::ReadTensors(dir, PersistableNames(program), MatchProgram(program, dir)), scope);
 }
 

@@ -7,6 +7,7 @@
 
 #include "checkpoint_dir.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/trace/trace.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/io/checkpoint.h"
@@ -63,6 +64,8 @@ std::string CheckpointManager::Save(const Program& program, const Scope& scope,
                                     const TrainingState& state,
                                     const std::function<void(const std::string&)>& also) {
   FLOTILLA_ENFORCE(state.step >= 0, "checkpoint step must not be negative, got ", state.step);
+  trace::Span span(trace::Category::kCheckpoint, FLOTILLA_TRACE_NAME("save checkpoint"));
+  span.Arg("step", state.step);
   MakeDirs(dir_);
   const std::string target = StepDir(state.step);
   internal::CommitDirAtomic(target, [&](const std::string& tmp) {
@@ -102,6 +105,9 @@ TrainingState CheckpointManager::Load(const Program& program, Scope& scope,
                                       std::optional<int64_t> step) const {
   if (!step) step = LatestStep();
   FLOTILLA_CHECK(step.has_value(), NotFound, "no checkpoint in '", dir_, "'");
+  trace::Span span(trace::Category::kCheckpoint, FLOTILLA_TRACE_NAME("load checkpoint"));
+  span.Arg("step", *step);
+  trace::Instant(trace::Category::kElastic, FLOTILLA_TRACE_NAME("restore"), "step", *step);
   const std::string path = StepDir(*step);
   FLOTILLA_CHECK(FileExists(path + "/" + kStateFile), NotFound, "checkpoint '", path,
                  "' does not exist (saved steps: ", Steps().size(), ")");

@@ -7,6 +7,7 @@
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/io/reader.h"
+#include "flotilla/trace/standard_metrics.h"
 
 namespace flotilla::io {
 namespace {
@@ -34,7 +35,10 @@ class Prefetcher {
   // Blocks until a batch, the end of the pass or the producer's error.
   std::optional<SampleBatch> Next() {
     std::unique_lock<std::mutex> lock(mu_);
-    ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+    if (queue_.empty() && !done_) {  // the training loop waits for its input
+      trace::InputWait waited;
+      ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+    }
     if (!queue_.empty()) {
       SampleBatch batch = std::move(queue_.front());
       queue_.pop_front();

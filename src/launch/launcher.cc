@@ -141,6 +141,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     shm.Sweep();  // every child of this world has exited
     int code = Finish(world.spec, result);
     const bool again = result.launcher_signal == 0 && world.channel->Restart(code);
+    if (again) observer.OnRestart(code);
     world.channel->Finish();
     if (!again) {
       observer.Finish();

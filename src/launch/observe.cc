@@ -133,6 +133,11 @@ void JobObserver::OnWorld(const ClusterSpec& spec) {
   }
 }
 
+void JobObserver::OnRestart(int exit_code) {
+  trace::Instant(trace::Category::kElastic, FLOTILLA_TRACE_NAME("membership change"), "exit_code",
+                 exit_code);
+}
+
 EnvList JobObserver::ChildEnv(const ProcessSpec& p) const {
   const trace::ProcessInfo info = trace::ParseLabel(p.label());
   EnvList env = {{"FLOTILLA_TRACE_LABEL", p.label()},

@@ -51,6 +51,8 @@ class JobObserver {
   // A world was agreed: name this launcher, start its timeline, answer or
   // measure clocks.
   void OnWorld(const ClusterSpec& spec);
+  // The job goes on in a new world (an elastic membership change).
+  void OnRestart(int exit_code);
   // What process `p` needs in its environment.
   EnvList ChildEnv(const ProcessSpec& p) const;
   // The hooks a run gives the supervisor.

@@ -13,6 +13,7 @@ std::atomic<int64_t> g_step{0};
 thread_local int64_t t_blocked_ns = 0;
 }  // namespace
 
+#ifndef FLOTILLA_NO_TRACING
 void EnterOp(NameId type, NameId output) {
   g_since.store(MonoNs(), std::memory_order_relaxed);
   g_op.store(uint64_t{type} << 32 | output, std::memory_order_relaxed);
@@ -22,6 +23,9 @@ void LeaveOp() {
   g_op.store(0, std::memory_order_relaxed);
   g_since.store(MonoNs(), std::memory_order_relaxed);
 }
+
+BlockedScope::~BlockedScope() { t_blocked_ns += MonoNs() - start_; }
+#endif
 
 void SetStep(int64_t run) {
   int64_t step = g_step.load(std::memory_order_relaxed);
@@ -42,8 +46,6 @@ Activity CurrentActivity() {
   a.step = g_step.load(std::memory_order_relaxed);
   return a;
 }
-
-BlockedScope::~BlockedScope() { t_blocked_ns += MonoNs() - start_; }
 
 int64_t ThreadBlockedNs() { return t_blocked_ns; }
 

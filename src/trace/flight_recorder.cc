@@ -24,7 +24,11 @@ const char* FlightStateName(FlightState s) {
 }
 
 FlightRecorder& FlightRecorder::Get() {
+#ifdef FLOTILLA_NO_TRACING
+  static auto* recorder = new FlightRecorder(0);
+#else
   static auto* recorder = new FlightRecorder(Settings::Get().flight_records);
+#endif
   return *recorder;
 }
 
@@ -51,6 +55,7 @@ FlightRecord* FlightRecorder::Find(uint64_t id) {
 }
 
 void FlightRecorder::MarkStarted(uint64_t id) {
+  if (id == 0) return;
   const int64_t now = MonoNs();
   std::lock_guard<std::mutex> lock(mu_);
   if (FlightRecord* r = Find(id)) {
@@ -60,6 +65,7 @@ void FlightRecorder::MarkStarted(uint64_t id) {
 }
 
 void FlightRecorder::MarkEnded(uint64_t id, bool ok) {
+  if (id == 0) return;
   const int64_t now = MonoNs();
   {
     std::lock_guard<std::mutex> lock(mu_);

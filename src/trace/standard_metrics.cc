@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -62,6 +63,10 @@ struct KindMetrics {
   Counter* bytes;
 };
 
+// Bytes of collectives and parameter-server calls so far, for the
+// timeline's counter track.
+std::atomic<int64_t> g_comm_bytes{0};
+
 }  // namespace
 
 void RecordStep(double seconds, int64_t samples, double comm_seconds) {
@@ -72,6 +77,12 @@ void RecordStep(double seconds, int64_t samples, double comm_seconds) {
   m.samples.Add(static_cast<double>(samples));
   m.comm.Set(comm_seconds);
   m.compute.Set(seconds - comm_seconds);
+  if (!Enabled()) return;
+  Count(FLOTILLA_TRACE_NAME("step"), static_cast<double>(Step()));
+  if (seconds > 0 && samples > 0) {
+    Count(FLOTILLA_TRACE_NAME("samples_per_sec"), static_cast<double>(samples) / seconds);
+  }
+  Count(FLOTILLA_TRACE_NAME("comm_bytes"), static_cast<double>(g_comm_bytes.load()));
 }
 
 void RecordLoss(double value) {
@@ -92,6 +103,7 @@ void RecordCollective(NameId kind, int64_t bytes, double seconds) {
   });
   m.seconds->Observe(seconds);
   m.bytes->Add(static_cast<double>(bytes));
+  g_comm_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool ok) {
@@ -106,6 +118,7 @@ void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool 
   });
   m.seconds->Observe(seconds);
   m.bytes->Add(static_cast<double>(bytes));
+  g_comm_bytes.fetch_add(bytes, std::memory_order_relaxed);
   if (!ok) {
     R().GetCounter("flotilla_rpc_errors_total", "Failed parameter-server calls",
                    {{"method", NameOf(method)}})
@@ -124,10 +137,22 @@ void RecordServed(NameId method, NameId table, double seconds) {
   h->Observe(seconds);
 }
 
+InputWait::InputWait() : start_ns_(MonoNs()) {}
+
+InputWait::~InputWait() {
+  static Counter& waited = R().GetCounter("flotilla_input_wait_seconds_total",
+                                          "Time training loops waited for input batches");
+  const int64_t end = MonoNs();
+  waited.Add(static_cast<double>(end - start_ns_) / 1e9);
+  Span span(Category::kReader, FLOTILLA_TRACE_NAME("wait for input"));
+  span.StartedAt(start_ns_);
+}
+
 void SetTableRows(NameId table, int64_t rows) {
   R().GetGauge("flotilla_ps_table_rows", "Rows held by a parameter-server table",
                {{"table", NameOf(table)}})
       .Set(static_cast<double>(rows));
+  if (Enabled()) Count(Intern("rows " + NameOf(table)), static_cast<double>(rows));
 }
 
 }  // namespace flotilla::trace

@@ -10,10 +10,15 @@
 
 namespace flotilla::trace {
 
+#ifdef FLOTILLA_NO_TRACING
+inline void EnterOp(NameId, NameId) {}
+inline void LeaveOp() {}
+#else
 // The executor, around each op it runs. Last writer wins when several
 // threads run executors.
 void EnterOp(NameId type, NameId output);
 void LeaveOp();
+#endif
 // The executor, at the start of each run: `run` is how many times this
 // program has run (from 1). The process's step is the largest seen, so the
 // training program's count wins over startup and test programs. Opens and
@@ -33,6 +38,9 @@ Activity CurrentActivity();
 // Time the calling thread spends blocked on communication (collectives,
 // parameter-server calls), accumulated per thread: an executor's run
 // subtracts it from its wall time to split compute from communication.
+#ifdef FLOTILLA_NO_TRACING
+class BlockedScope {};
+#else
 class BlockedScope {
  public:
   BlockedScope() : start_(MonoNs()) {}
@@ -43,6 +51,7 @@ class BlockedScope {
  private:
   int64_t start_;
 };
+#endif
 // Nanoseconds the calling thread has spent in BlockedScopes.
 int64_t ThreadBlockedNs();
 

@@ -28,4 +28,17 @@ void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool 
 void RecordServed(NameId method, NameId table, double seconds);
 void SetTableRows(NameId table, int64_t rows);
 
+// A wait for input data (a reader's or DataLoader's next batch): a span on
+// the waiting thread and flotilla_input_wait_seconds_total.
+class InputWait {
+ public:
+  InputWait();
+  ~InputWait();
+  InputWait(const InputWait&) = delete;
+  InputWait& operator=(const InputWait&) = delete;
+
+ private:
+  int64_t start_ns_;
+};
+
 }  // namespace flotilla::trace

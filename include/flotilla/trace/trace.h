@@ -33,7 +33,13 @@ void Append(const Event& e);
 
 // Whether events are being recorded now (the timeline is on and, with a
 // step window, the current step is inside it). Thread-safe, wait-free.
+// A build configured with -DFLOTILLA_TRACING=OFF compiles every span away
+// (the baseline bench_trace_overhead compares against).
+#ifdef FLOTILLA_NO_TRACING
+constexpr bool Enabled() { return false; }
+#else
 inline bool Enabled() { return detail::g_enabled.load(std::memory_order_relaxed); }
+#endif
 
 // A timed span: starts at construction, recorded when it ends (End() or the
 // destructor). Arguments beyond Event::kMaxArgs are ignored. Not copyable;
