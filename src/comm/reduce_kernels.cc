@@ -40,6 +40,32 @@ FLOTILLA_INLINE void ReduceTyped(T* dst, const T* a, const T* b, size_t n, Reduc
   }
 }
 
+// Two sources into two destinations in one pass (the 2-rank pipeline's
+// reduce: the result goes to the caller's buffer and to the ring).
+template <typename T, typename F>
+FLOTILLA_INLINE void Apply2(T* dst, T* __restrict dst2, const T* a, const T* b, size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) {
+    const T v = f(a[i], b[i]);
+    dst[i] = v;
+    dst2[i] = v;
+  }
+}
+
+template <typename T>
+FLOTILLA_INLINE void ReduceTyped2(T* dst, T* dst2, const T* a, const T* b, size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      return Apply2(dst, dst2, a, b, n, [](T x, T y) { return x + y; });
+    case ReduceOp::kMax:
+      return Apply2(dst, dst2, a, b, n, [](T x, T y) { return std::max(x, y); });
+    case ReduceOp::kMin:
+      return Apply2(dst, dst2, a, b, n, [](T x, T y) { return std::min(x, y); });
+    case ReduceOp::kProd:
+      return Apply2(dst, dst2, a, b, n, [](T x, T y) { return x * y; });
+  }
+}
+
 template <typename T>
 FLOTILLA_INLINE void DivideTyped(T* p, size_t n, T d) {
   for (size_t i = 0; i < n; ++i) p[i] /= d;
@@ -111,10 +137,13 @@ template <typename T>
 FLOTILLA_KERNEL void ReduceManyT(const ReduceArgs& r) {
   constexpr size_t kBlock = kBlockBytes / sizeof(T);
   alignas(64) T tmp[kBlock];
-  // Two sources, one destination: one pass, no blocking needed.
-  if (r.nsrc == 2 && !r.dst2 && !r.stream && r.op != ReduceOp::kAvg) {
-    return ReduceTyped(static_cast<T*>(r.dst), static_cast<const T*>(r.srcs[0]),
-                       static_cast<const T*>(r.srcs[1]), r.count, r.op);
+  // Two sources, one or two destinations: one pass, no blocking needed.
+  if (r.nsrc == 2 && !r.stream && r.op != ReduceOp::kAvg) {
+    auto* dst = static_cast<T*>(r.dst);
+    auto* a = static_cast<const T*>(r.srcs[0]);
+    auto* b = static_cast<const T*>(r.srcs[1]);
+    if (!r.dst2) return ReduceTyped(dst, a, b, r.count, r.op);
+    return ReduceTyped2(dst, static_cast<T*>(r.dst2), a, b, r.count, r.op);
   }
   // The partial result may not overwrite a source still to be read: one
   // after the first pass (which reads both its sources before it writes).

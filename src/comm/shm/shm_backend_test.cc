@@ -196,6 +196,17 @@ TEST(ReduceKernels, ManySourcesMatchScalarLoops) {
         ASSERT_EQ(dst2[i], want) << i;
       }
     }
+    // Two sources into two destinations, in place on the second (one pass).
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
+      std::vector<float> b = src[1], out2(count);
+      const void* two[] = {src[0].data(), b.data()};
+      ReduceMany({b.data(), out2.data(), two, 2, count, DType::kFloat32, op, 2, false});
+      for (size_t i = 0; i < count; ++i) {
+        float want = op == ReduceOp::kSum ? src[0][i] + src[1][i] : std::min(src[0][i], src[1][i]);
+        ASSERT_EQ(b[i], want) << i;
+        ASSERT_EQ(out2[i], want) << i;
+      }
+    }
     // In place on a later source.
     std::vector<float> a = src[0], c = src[2];
     const void* in_place[] = {a.data(), src[1].data(), c.data()};
