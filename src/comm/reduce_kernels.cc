@@ -133,18 +133,20 @@ FLOTILLA_INLINE void ReduceBlock(const ReduceArgs& r, bool via_tmp, size_t first
   if (r.dst2) std::memcpy(static_cast<T*>(r.dst2) + first, acc, n * sizeof(T));
 }
 
+// Two sources, one or two destinations, no division: one pass.
 template <typename T>
-FLOTILLA_KERNEL void ReduceManyT(const ReduceArgs& r) {
+FLOTILLA_KERNEL void ReduceTwoT(const ReduceArgs& r) {
+  auto* dst = static_cast<T*>(r.dst);
+  auto* a = static_cast<const T*>(r.srcs[0]);
+  auto* b = static_cast<const T*>(r.srcs[1]);
+  if (!r.dst2) return ReduceTyped(dst, a, b, r.count, r.op);
+  ReduceTyped2(dst, static_cast<T*>(r.dst2), a, b, r.count, r.op);
+}
+
+template <typename T>
+FLOTILLA_KERNEL void ReduceBlockedT(const ReduceArgs& r) {
   constexpr size_t kBlock = kBlockBytes / sizeof(T);
   alignas(64) T tmp[kBlock];
-  // Two sources, one or two destinations: one pass, no blocking needed.
-  if (r.nsrc == 2 && !r.stream && r.op != ReduceOp::kAvg) {
-    auto* dst = static_cast<T*>(r.dst);
-    auto* a = static_cast<const T*>(r.srcs[0]);
-    auto* b = static_cast<const T*>(r.srcs[1]);
-    if (!r.dst2) return ReduceTyped(dst, a, b, r.count, r.op);
-    return ReduceTyped2(dst, static_cast<T*>(r.dst2), a, b, r.count, r.op);
-  }
   // The partial result may not overwrite a source still to be read: one
   // after the first pass (which reads both its sources before it writes).
   bool via_tmp = r.stream;
@@ -172,7 +174,8 @@ void DivideBy(void* data, size_t count, DType dtype, int divisor) {
 
 void ReduceMany(const ReduceArgs& args) {
   if (args.count == 0) return;
-  VisitDType(args.dtype, [&]<typename T>() { ReduceManyT<T>(args); });
+  const bool two = args.nsrc == 2 && !args.stream && args.op != ReduceOp::kAvg;
+  VisitDType(args.dtype, [&]<typename T>() { two ? ReduceTwoT<T>(args) : ReduceBlockedT<T>(args); });
   if (args.stream) StoreFence();
 }
 

@@ -89,8 +89,10 @@ void ShmBackend::allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
     Publish(seg_->control(rank_).posted, tag);
     Await("allreduce", tag, [&](int s) { return &seg_->control(s).posted; });
     synced_round_ = round_;
-    // Sources in rank order, all from the slots: every rank adds alike.
-    for (int s = 0; s < size_; ++s) srcs_[s] = seg_->slot(s, round_);
+    // Sources in rank order (so every rank computes the same bits, signed
+    // zeros and NaNs included); our own from our buffer, which reads faster
+    // than our slot while the peers read that.
+    for (int s = 0; s < size_; ++s) srcs_[s] = s == rank_ ? p : seg_->slot(s, round_);
     ReduceMany({p, nullptr, srcs_.data(), size_, count, dtype, op, size_, false});
     EndRound();
     return;

@@ -72,7 +72,7 @@ size_t MaxChunk(const CacheSizes& caches, int ranks) {
 
 size_t ChunkFor(size_t region_bytes, size_t max_chunk) {
   const size_t want = RoundUp(region_bytes / kDepth + 1, kLineBytes);
-  return std::min(max_chunk, std::max(want, 4 * kKB));
+  return std::min(max_chunk, std::max(want, 16 * kKB));
 }
 
 bool StreamFor(size_t bytes, const CacheSizes& caches) {

@@ -60,7 +60,11 @@ std::chrono::microseconds DefaultSpin(int ranks) {
 }
 
 Waiter::Waiter(int rank, int size, WaitOptions options, PidOf pid_of)
-    : rank_(rank), size_(size), options_(options), pid_of_(std::move(pid_of)) {}
+    : rank_(rank),
+      size_(size),
+      options_(options),
+      pid_of_(std::move(pid_of)),
+      awaited_(size_t(size)) {}
 
 bool Waiter::Spin(const Counter& c, uint64_t target) const {
   const auto until = Clock::now() + options_.spin;

@@ -67,9 +67,8 @@ class Waiter {
     for (int s = 0; s < size_; ++s) {
       const Counter* c = counter_of(s);
       if (c && c->value.load(std::memory_order_acquire) < target) {
-        std::vector<const Counter*> all(size_);
-        for (int t = 0; t < size_; ++t) all[t] = counter_of(t);
-        return AwaitSlow(what, target, all);
+        for (int t = 0; t < size_; ++t) awaited_[t] = counter_of(t);
+        return AwaitSlow(what, target, awaited_);
       }
     }
   }
@@ -91,6 +90,7 @@ class Waiter {
   WaitOptions options_;
   PidOf pid_of_;
   WaitStats stats_;
+  std::vector<const Counter*> awaited_;  // scratch, one per rank: no allocation per wait
 };
 
 // The spin budget for a group of `ranks` on this host: spinning pays only when
