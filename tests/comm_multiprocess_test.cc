@@ -68,7 +68,7 @@ TEST_F(MultiProcess, HierarchicalOverFakeHosts) {
 // SIGKILL one rank in the middle of a stream of allreduces: the others must
 // fail well before their (long) timeout, naming the dead rank.
 void KillRankAndExpectNamed(std::vector<RankProcess>& procs, TCPStoreServer& server,
-                            const std::string& backend) {
+                            const std::string& backend, std::chrono::seconds within) {
   auto store = ConnectStore(server.address());
   std::vector<std::string> ready;
   for (size_t r = 0; r < procs.size(); ++r) ready.push_back("ready/" + std::to_string(r));
@@ -86,18 +86,20 @@ void KillRankAndExpectNamed(std::vector<RankProcess>& procs, TCPStoreServer& ser
     EXPECT_NE(out.find("ERROR"), std::string::npos) << out;
     EXPECT_NE(out.find("rank 1"), std::string::npos) << backend << ": " << out;
   }
-  // Generous bound (the timeout is 5 minutes): dead peers are detected, not waited out.
-  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, 60s);
+  // The timeout is 5 minutes: dead peers are detected, not waited out.
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, within) << backend;
 }
 
 TEST_F(MultiProcess, ShmKilledRankIsNamedFast) {
   StartRanks(3, 3, "shm", "loop", 300000);
-  KillRankAndExpectNamed(procs_, *server_, "shm");
+  // A parked waiter checks its peers every 10 ms (12-25 ms measured); the
+  // bound leaves room for a loaded machine.
+  KillRankAndExpectNamed(procs_, *server_, "shm", 5s);
 }
 
 TEST_F(MultiProcess, GlooKilledRankIsNamedFast) {
   StartRanks(2, 2, "gloo", "loop", 300000);
-  KillRankAndExpectNamed(procs_, *server_, "gloo");
+  KillRankAndExpectNamed(procs_, *server_, "gloo", 60s);
 }
 
 TEST_F(MultiProcess, MissingRankIsNamedAtTimeout) {
