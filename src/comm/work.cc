@@ -1,5 +1,8 @@
 #include "flotilla/comm/work.h"
 
+#include <chrono>
+
+#include "flotilla/common/interrupt.h"
 #include "flotilla/trace/activity.h"
 #include "flotilla/trace/trace.h"
 
@@ -10,7 +13,12 @@ void Work::wait() {
   trace::Span span(trace::Category::kCommWait, FLOTILLA_TRACE_NAME("wait"));
   span.Arg("seq", static_cast<int64_t>(seq_)).Arg("bucket", bucket_);
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_; });
+  // Wakes now and then so a host can interrupt a wait for a slow peer.
+  while (!cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return done_; })) {
+    lock.unlock();
+    CheckInterrupt(std::chrono::milliseconds(0));
+    lock.lock();
+  }
   if (error_) std::rethrow_exception(error_);
 }
 

@@ -19,7 +19,27 @@ Buffer::Buffer(size_t bytes) : size_(bytes) {
   if (data_ == nullptr) throw std::bad_alloc();
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::Buffer(void* external, size_t bytes, std::function<void()> release)
+    : data_(external), size_(bytes), release_(std::move(release)) {}
+
+Buffer::~Buffer() {
+  if (release_) {
+    release_();
+  } else {
+    std::free(data_);
+  }
+}
+
+Tensor Tensor::Wrap(std::shared_ptr<Buffer> buffer, DType dtype, Dims dims) {
+  Tensor t;
+  t.Resize(std::move(dims));
+  t.dtype_ = dtype;
+  FLOTILLA_ENFORCE(buffer != nullptr && buffer->size() >= t.nbytes(), "Tensor::Wrap: a buffer of ",
+                   buffer ? buffer->size() : 0, " bytes cannot hold a ", DTypeName(dtype), " tensor of shape ",
+                   DimsToString(t.dims_));
+  t.buffer_ = std::move(buffer);
+  return t;
+}
 
 Tensor::Tensor(DType dtype, Dims dims, Place place)
     : dims_(std::move(dims)), numel_(Numel(dims_)), dtype_(dtype), place_(place) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "flotilla/common/interrupt.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/trace/activity.h"
@@ -221,6 +222,7 @@ std::vector<Tensor> Executor::Run(const Program& program, const FeedMap& feed,
   for (const auto& [name, value] : feed) p.local->FindVar(name)->GetMutableTensor()->ShareDataWith(value);
   RunScope run(++p.runs, feed);
   for (PreparedOp& op : p.ops) {
+    CheckInterrupt();
     ExecutionContext ctx(*op.op, op.rt, *p.local, place_);
     OpScope traced(op);
     int64_t start = observer_ ? NowNanos() : 0;

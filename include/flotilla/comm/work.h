@@ -17,7 +17,9 @@ class Work {
 
   // Blocks until the operation finishes; rethrows its error, if any (every
   // call rethrows the same error). The time counts as the calling thread's
-  // communication time (trace::BlockedScope).
+  // communication time (trace::BlockedScope). Throws Cancelled when the
+  // host's interrupt check fires while waiting (common/interrupt.h); the
+  // operation itself goes on.
   void wait();
   bool completed();
 

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,10 +21,13 @@
 
 namespace flotilla {
 
-// An aligned block of bytes owned by shared_ptr<Buffer>.
+// A block of bytes owned by shared_ptr<Buffer>: either allocated here
+// (64-byte aligned) or memory of another owner (a NumPy array) that the
+// Buffer keeps alive through `release`, which runs when the Buffer dies.
 class Buffer {
  public:
   explicit Buffer(size_t bytes);
+  Buffer(void* external, size_t bytes, std::function<void()> release);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -33,6 +37,7 @@ class Buffer {
  private:
   void* data_ = nullptr;
   size_t size_ = 0;
+  std::function<void()> release_;  // set for external memory
 };
 
 class Tensor {
@@ -45,6 +50,9 @@ class Tensor {
   static Tensor FromVector(const std::vector<T>& values, Dims dims);
   template <typename T>
   static Tensor Scalar(T value);
+  // A tensor over `buffer`'s bytes (no copy); the buffer must hold at least
+  // Numel(dims) * SizeOf(dtype) bytes. Throws InvalidArgument otherwise.
+  static Tensor Wrap(std::shared_ptr<Buffer> buffer, DType dtype, Dims dims);
 
   const Dims& dims() const { return dims_; }
   int64_t dim(int i) const;

@@ -1,0 +1,225 @@
+"""DataLoader (Paddle's ``fluid.io.DataLoader.from_generator`` / ``PyReader``):
+batches prepared by a background thread while ``exe.run`` computes (the
+executor releases the GIL, so the two overlap).
+
+Iterable::
+
+    loader = DataLoader.from_generator(feed_list=[x, y], capacity=8)
+    loader.set_sample_list_generator(paddle.batch(reader, 32))
+    for data in loader():
+        exe.run(main, feed=data, fetch_list=[loss])
+
+Non-iterable (seed 004)::
+
+    loader = DataLoader.from_generator(feed_list=[x, y], capacity=8, iterable=False)
+    loader.set_sample_list_generator(train_reader)
+    loader.start()
+    try:
+        while True:
+            exe.run(main, fetch_list=[loss])        # reads the next batch
+    except fluid.core.EOFException:
+        loader.reset()
+
+An exception raised by the user's reader reaches the training loop as that
+exception, with the reader's traceback and a note naming the reader.
+"""
+
+import queue
+import threading
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from .data_feeder import DataFeeder
+from .errors import EOFException
+from .framework import Program, Variable, default_main_program
+
+_END = object()
+_attached: Dict[int, "GeneratorLoader"] = {}
+
+
+class _Failure:
+    def __init__(self, error: BaseException, reader: str):
+        self.error = error
+        self.reader = reader
+
+
+def next_feed_for(program: Program) -> Dict[str, np.ndarray]:
+    """The next batch of the non-iterable loader attached to ``program``
+    (empty when none is attached). Raises EOFException at the end."""
+    loader = _attached.get(program._id)
+    return loader._next_feed() if loader is not None else {}
+
+
+def _name_of(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+class GeneratorLoader:
+    """A loader fed by a Python generator; see the module docstring."""
+
+    def __init__(self, feed_list: Sequence[Variable], capacity: int, iterable: bool, return_list: bool,
+                 drop_last: bool):
+        if not feed_list:
+            raise ValueError("DataLoader.from_generator: feed_list must name the data variables")
+        if capacity is None or capacity <= 0:
+            raise ValueError(f"DataLoader.from_generator: capacity must be positive, got {capacity}")
+        self._feed_list = list(feed_list)
+        self._names = [v.name for v in self._feed_list]
+        self._capacity = capacity
+        self._iterable = iterable
+        self._return_list = return_list
+        self._drop_last = drop_last
+        self._batches: Optional[Callable[[], Iterator[Dict[str, np.ndarray]]]] = None
+        self._reader_name = "<no generator set>"
+        self._queue: Optional[queue.Queue] = None
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+        if not iterable:
+            _attached[self._feed_list[0].block.program._id] = self
+
+    # ---- sources ----
+
+    def set_sample_generator(self, reader: Callable, batch_size: int, drop_last: bool = True,
+                             places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields single samples; they are batched by ``batch_size``."""
+        from .reader import batch
+        self.set_sample_list_generator(batch(reader, batch_size, drop_last), places)
+        self._reader_name = _name_of(reader)
+        return self
+
+    def set_sample_list_generator(self, reader: Callable, places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields lists of samples (what ``paddle.batch`` makes)."""
+        feeder = DataFeeder(self._feed_list)
+        self._batches = lambda: (feeder.feed(samples) for samples in reader())
+        self._reader_name = _name_of(reader)
+        return self
+
+    def set_batch_generator(self, reader: Callable, places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields whole batches: a list/tuple of arrays in feed order, or a dict."""
+        names = self._names
+
+        def batches():
+            for b in reader():
+                if isinstance(b, dict):
+                    yield b
+                else:
+                    if len(b) != len(names):
+                        raise ValueError(f"batch generator yielded {len(b)} arrays for {len(names)} "
+                                         f"feed variables {names}")
+                    yield {n: np.asarray(a) for n, a in zip(names, b)}
+        self._batches = batches
+        self._reader_name = _name_of(reader)
+        return self
+
+    decorate_sample_generator = set_sample_generator
+    decorate_sample_list_generator = set_sample_list_generator
+    decorate_batch_generator = set_batch_generator
+    decorate_paddle_reader = set_sample_list_generator
+    decorate_tensor_provider = set_batch_generator
+
+    # ---- the producer thread ----
+
+    def _produce(self, q: queue.Queue, stop: threading.Event) -> None:
+        try:
+            for feed in self._batches():
+                while not stop.is_set():
+                    try:
+                        q.put(feed, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(_END)
+        except BaseException as e:  # delivered to the consumer, raised there
+            q.put(_Failure(e, self._reader_name))
+
+    def _start_thread(self) -> None:
+        if self._batches is None:
+            raise ValueError("DataLoader: set a generator (set_sample_list_generator, set_batch_generator "
+                             "or set_sample_generator) before reading")
+        self._stop = threading.Event()
+        self._queue = queue.Queue(maxsize=self._capacity)
+        self._thread = threading.Thread(target=self._produce, args=(self._queue, self._stop),
+                                        name="flotilla-dataloader", daemon=True)
+        self._thread.start()
+
+    def _take(self) -> Dict[str, np.ndarray]:
+        item = self._queue.get()
+        if item is _END:
+            self._queue.put(_END)  # stay at the end until reset()
+            raise EOFException("DataLoader: no more batches (call reset() before the next pass)")
+        if isinstance(item, _Failure):
+            self._queue.put(_END)
+            err = item.error
+            err.add_note(f"raised by the DataLoader's reader {item.reader!r}")
+            raise err
+        return item
+
+    def _join(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        self._thread = None
+        self._queue = None
+
+    # ---- non-iterable use ----
+
+    def start(self) -> None:
+        """Starts reading a pass in the background (non-iterable loaders)."""
+        if self._iterable:
+            raise ValueError("DataLoader.start() is for iterable=False loaders; iterate the loader instead")
+        if self._thread is not None:
+            raise ValueError("DataLoader.start(): already started; call reset() after EOFException first")
+        self._start_thread()
+
+    def reset(self) -> None:
+        """Stops the current pass so that start() can begin the next one."""
+        self._join()
+
+    def _next_feed(self) -> Dict[str, np.ndarray]:
+        if self._queue is None:
+            raise ValueError("Executor.run without feed: the program's DataLoader was not started "
+                             "(call loader.start() first)")
+        return self._take()
+
+    # ---- iterable use ----
+
+    def __call__(self) -> Iterator[Any]:
+        return self.__iter__()
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self._iterable:
+            raise ValueError("DataLoader(iterable=False) is read by Executor.run after start(), not iterated")
+        self._start_thread()
+        try:
+            while True:
+                try:
+                    feed = self._take()
+                except EOFException:
+                    return
+                yield [feed[n] for n in self._names] if self._return_list else [feed]
+        finally:
+            self._join()
+
+
+class DataLoader:
+    """Paddle's ``fluid.io.DataLoader`` factory."""
+
+    @staticmethod
+    def from_generator(feed_list: Optional[Sequence[Variable]] = None, capacity: Optional[int] = None,
+                       use_double_buffer: bool = True, iterable: bool = True, return_list: bool = False,
+                       use_multiprocess: bool = False, drop_last: bool = True) -> GeneratorLoader:
+        """A loader reading a Python generator in a background thread."""
+        return GeneratorLoader(feed_list or [], capacity if capacity is not None else 64, iterable,
+                               return_list, drop_last)
+
+
+def PyReader(feed_list: Optional[Sequence[Variable]] = None, capacity: Optional[int] = None,
+             use_double_buffer: bool = True, iterable: bool = True, return_list: bool = False) -> GeneratorLoader:
+    """Paddle 1.x ``fluid.io.PyReader``: the same loader under its older name."""
+    return DataLoader.from_generator(feed_list, capacity, use_double_buffer, iterable, return_list)
+
+
+__all__ = ["DataLoader", "PyReader", "GeneratorLoader", "next_feed_for"]

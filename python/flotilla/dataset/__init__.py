@@ -1,0 +1,3 @@
+"""Datasets (Paddle's ``paddle.dataset``) that Flotilla ships or finds locally."""
+
+from . import uci_housing  # noqa: F401

@@ -1,0 +1,31 @@
+"""Paddle 2.x ``paddle.static.nn`` layers."""
+
+from typing import Optional, Sequence
+
+from .. import _core
+from .. import layers as _layers
+from ..framework import Variable
+from ..param_attr import to_core
+
+
+def fc(x, size: int, num_flatten_dims: int = 1, weight_attr=None, bias_attr=None,
+       activation: Optional[str] = None, name: Optional[str] = None) -> Variable:
+    """Fully connected: ``activation(x · W + b)``."""
+    return _layers.fc(x, size, num_flatten_dims, weight_attr, bias_attr, activation, name=name)
+
+
+def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False, is_distributed: bool = False,
+              padding_idx: Optional[int] = None, param_attr=None, dtype="float32") -> Variable:
+    """Rows of a ``[size[0], size[1]]`` table for int64 ids."""
+    return _layers.embedding(input, size, is_sparse, is_distributed, padding_idx, param_attr, dtype)
+
+
+def sparse_embedding(input: Variable, size: Sequence[int], padding_idx: Optional[int] = None,
+                     is_test: bool = False, entry=None, table_class: str = "CommonSparseTable",
+                     param_attr=None, dtype="float32") -> Variable:
+    """An embedding whose table lives on the parameter servers, row by row
+    (Paddle's large-scale sparse embedding)."""
+    if entry is not None:
+        raise NotImplementedError("sparse_embedding(entry=...): row admission is not in Flotilla yet")
+    return _core.layers.embedding(input, [int(s) for s in size], True, True,
+                                  -1 if padding_idx is None else int(padding_idx), to_core(param_attr), dtype)

@@ -1,0 +1,221 @@
+// Fleet (flotilla._core.fleet): role makers, DistributedStrategy, the
+// process-wide fleet and the DistributeTranspiler. Calls that meet other
+// processes (init, barriers, servers, saves) release the GIL.
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "flotilla/common/enforce.h"
+#include "flotilla/fleet/fleet.h"
+
+namespace flotilla::python {
+
+namespace {
+
+namespace pb = google::protobuf;
+using fleet::DistributedStrategy;
+
+// The message and field `path` ("a_sync_configs.k_steps") names in `root`.
+std::pair<pb::Message*, const pb::FieldDescriptor*> Field(pb::Message& root, const std::string& path) {
+  pb::Message* msg = &root;
+  size_t start = 0;
+  while (true) {
+    size_t dot = path.find('.', start);
+    std::string name = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const pb::FieldDescriptor* f = msg->GetDescriptor()->FindFieldByName(name);
+    FLOTILLA_ENFORCE(f != nullptr, "DistributedStrategy has no field '", path, "'");
+    if (dot == std::string::npos) return {msg, f};
+    FLOTILLA_ENFORCE(f->type() == pb::FieldDescriptor::TYPE_MESSAGE, "DistributedStrategy field '",
+                     name, "' is not a config group");
+    msg = msg->GetReflection()->MutableMessage(msg, f);
+    start = dot + 1;
+  }
+}
+
+py::object GetField(DistributedStrategy& s, const std::string& path) {
+  auto [msg, f] = Field(*s.operator->(), path);
+  const pb::Reflection* r = msg->GetReflection();
+  switch (f->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT32: return py::int_(r->GetInt32(*msg, f));
+    case pb::FieldDescriptor::CPPTYPE_BOOL: return py::bool_(r->GetBool(*msg, f));
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE: {
+      py::dict d;
+      const pb::Message& sub = r->GetMessage(*msg, f);
+      for (int i = 0; i < sub.GetDescriptor()->field_count(); ++i) {
+        std::string name = sub.GetDescriptor()->field(i)->name();
+        d[py::str(name)] = GetField(s, path + "." + name);
+      }
+      return std::move(d);
+    }
+    default: FLOTILLA_THROW(Internal, "DistributedStrategy field '", path, "' has an unexpected type");
+  }
+}
+
+void SetField(DistributedStrategy& s, const std::string& path, const py::handle& value) {
+  auto [msg, f] = Field(*s.operator->(), path);
+  const pb::Reflection* r = msg->GetReflection();
+  switch (f->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT32:
+      FLOTILLA_ENFORCE(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),
+                       "DistributedStrategy.", path, " expects an int, got ", py::repr(value).cast<std::string>());
+      r->SetInt32(msg, f, value.cast<int32_t>());
+      return;
+    case pb::FieldDescriptor::CPPTYPE_BOOL:
+      FLOTILLA_ENFORCE(py::isinstance<py::bool_>(value), "DistributedStrategy.", path,
+                       " expects a bool, got ", py::repr(value).cast<std::string>());
+      r->SetBool(msg, f, value.cast<bool>());
+      return;
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+      FLOTILLA_ENFORCE(py::isinstance<py::dict>(value), "DistributedStrategy.", path,
+                       " expects a dict of its fields, got ", py::repr(value).cast<std::string>());
+      for (auto [k, v] : value.cast<py::dict>()) SetField(s, path + "." + py::str(k).cast<std::string>(), v);
+      return;
+    default: FLOTILLA_THROW(Internal, "DistributedStrategy field '", path, "' has an unexpected type");
+  }
+}
+
+std::vector<std::string> FieldNames(DistributedStrategy& s) {
+  std::vector<std::string> names;
+  const pb::Descriptor* d = s->GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
+  return names;
+}
+
+void BindRoles(py::module_& m) {
+  py::enum_<fleet::Role>(m, "Role").value("WORKER", fleet::Role::kWorker).value("SERVER", fleet::Role::kServer);
+  py::class_<fleet::RoleMaker, std::shared_ptr<fleet::RoleMaker>>(m, "RoleMaker")
+      .def("is_worker", &fleet::RoleMaker::is_worker)
+      .def("is_server", &fleet::RoleMaker::is_server)
+      .def("is_first_worker", &fleet::RoleMaker::is_first_worker)
+      .def("worker_index", &fleet::RoleMaker::worker_index)
+      .def("server_index", &fleet::RoleMaker::server_index)
+      .def("worker_num", &fleet::RoleMaker::worker_num)
+      .def("server_num", &fleet::RoleMaker::server_num)
+      .def("get_trainer_endpoints", &fleet::RoleMaker::worker_endpoints)
+      .def("get_pserver_endpoints", &fleet::RoleMaker::server_endpoints)
+      .def("current_endpoint", &fleet::RoleMaker::current_endpoint)
+      .def("name", &fleet::RoleMaker::name);
+  py::class_<fleet::PaddleCloudRoleMaker, fleet::RoleMaker, std::shared_ptr<fleet::PaddleCloudRoleMaker>>(
+      m, "PaddleCloudRoleMaker")
+      .def(py::init<bool>(), py::arg("is_collective") = false);
+  py::class_<fleet::UserDefinedRoleMaker, fleet::RoleMaker, std::shared_ptr<fleet::UserDefinedRoleMaker>>(
+      m, "UserDefinedRoleMaker")
+      .def(py::init<int, fleet::Role, int, std::vector<std::string>, std::vector<std::string>, std::string>(),
+           py::arg("current_id"), py::arg("role"), py::arg("worker_num"),
+           py::arg("server_endpoints") = std::vector<std::string>{},
+           py::arg("worker_endpoints") = std::vector<std::string>{}, py::arg("store_address") = "");
+  py::class_<fleet::MPISymetricRoleMaker, fleet::RoleMaker, std::shared_ptr<fleet::MPISymetricRoleMaker>>(
+      m, "MPISymetricRoleMaker")
+      .def(py::init<>());
+}
+
+void BindStrategy(py::module_& m) {
+  py::class_<DistributedStrategy>(m, "DistributedStrategy")
+      .def(py::init<>())
+      .def("_get", &GetField, py::arg("path"))
+      .def("_set", &SetField, py::arg("path"), py::arg("value"))
+      .def("_fields", &FieldNames)
+      .def("to_text", &DistributedStrategy::ToText)
+      .def_static("from_text", &DistributedStrategy::FromText, py::arg("text"), py::arg("what") = "strategy")
+      .def("validate", &DistributedStrategy::Validate);
+}
+
+template <typename F>
+auto Released(F f) {
+  return [f](auto&&... args) {
+    py::gil_scoped_release release;
+    return f(std::forward<decltype(args)>(args)...);
+  };
+}
+
+void BindFleetFunctions(py::module_& m) {
+  py::class_<fleet::DistributedOptimizer>(m, "DistributedOptimizer")
+      .def("minimize",
+           [](fleet::DistributedOptimizer& d, const Variable& loss, Program* startup,
+              const std::vector<std::string>& params, const std::set<std::string>& no_grad) {
+             optimizer::MinimizeResult r = d.minimize(loss, startup, params, no_grad);
+             std::vector<std::string> ops;
+             for (const OpDesc* op : r.optimize_ops) ops.push_back(op->type);
+             return py::make_tuple(ops, r.params_grads);
+           },
+           py::arg("loss"), py::arg("startup_program") = nullptr,
+           py::arg("parameter_list") = std::vector<std::string>{},
+           py::arg("no_grad_set") = std::set<std::string>{})
+      .def_property_readonly("buckets", &fleet::DistributedOptimizer::buckets);
+  m.def("init", Released([](const fleet::RoleMaker& role) { fleet::init(role); }), py::arg("role_maker"));
+  m.def("initialized", [] { return fleet::default_fleet().initialized(); });
+  m.def("is_worker", &fleet::is_worker);
+  m.def("is_server", &fleet::is_server);
+  m.def("is_first_worker", &fleet::is_first_worker);
+  m.def("worker_index", &fleet::worker_index);
+  m.def("worker_num", &fleet::worker_num);
+  m.def("worker_endpoints", &fleet::worker_endpoints);
+  m.def("server_endpoints", &fleet::server_endpoints);
+  m.def("barrier_worker", Released([] { fleet::barrier_worker(); }));
+  m.def("distributed_optimizer",
+        [](optimizer::Optimizer& opt, const DistributedStrategy& s) { return fleet::distributed_optimizer(opt, s); },
+        py::arg("optimizer"), py::arg("strategy"), py::keep_alive<0, 1>());
+  m.def("main_program", &fleet::main_program, py::return_value_policy::reference);
+  m.def("startup_program", &fleet::startup_program, py::return_value_policy::reference);
+  m.def("save_persistables",
+        Released([](const Executor& exe, const std::string& dir, const Program* main, const Scope* scope) {
+          fleet::save_persistables(exe, dir, main, scope);
+        }),
+        py::arg("executor"), py::arg("dirname"), py::arg("main_program") = nullptr, py::arg("scope") = nullptr);
+  m.def("save_inference_model",
+        Released([](const Executor& exe, const std::string& dir, const std::vector<std::string>& feeds,
+                    const std::vector<std::string>& fetches, const Program* main, const Scope* scope) {
+          fleet::save_inference_model(exe, dir, feeds, fetches, main, scope);
+        }),
+        py::arg("executor"), py::arg("dirname"), py::arg("feeded_var_names"), py::arg("target_vars"),
+        py::arg("main_program") = nullptr, py::arg("scope") = nullptr);
+  m.def("init_server", Released([](const std::string& dir) { fleet::init_server(dir); }),
+        py::arg("model_dir") = "");
+  m.def("run_server", Released([] { fleet::run_server(); }));
+  m.def("init_worker", Released([](bool loaded) { fleet::init_worker(loaded); }),
+        py::arg("servers_loaded") = false);
+  m.def("stop_worker", Released([] { fleet::stop_worker(); }));
+}
+
+void BindTranspiler(py::module_& m) {
+  using fleet::DistributeTranspiler;
+  using fleet::DistributeTranspilerConfig;
+  py::class_<DistributeTranspilerConfig>(m, "DistributeTranspilerConfig")
+      .def(py::init<>())
+      .def_readwrite("mode", &DistributeTranspilerConfig::mode)
+      .def_readwrite("geo_k_steps", &DistributeTranspilerConfig::geo_k_steps)
+      .def_readwrite("send_queue_size", &DistributeTranspilerConfig::send_queue_size)
+      .def_readwrite("max_merge_var_num", &DistributeTranspilerConfig::max_merge_var_num)
+      .def_readwrite("independent_recv_thread", &DistributeTranspilerConfig::independent_recv_thread)
+      .def_readwrite("min_block_size", &DistributeTranspilerConfig::min_block_size)
+      .def_readwrite("seed_servers", &DistributeTranspilerConfig::seed_servers)
+      .def_readwrite("rpc_timeout_ms", &DistributeTranspilerConfig::rpc_timeout_ms);
+  py::class_<DistributeTranspiler>(m, "DistributeTranspiler")
+      .def(py::init<DistributeTranspilerConfig>(), py::arg("config") = DistributeTranspilerConfig{})
+      .def("transpile", &DistributeTranspiler::transpile, py::arg("trainer_id"), py::arg("pservers"),
+           py::arg("trainers"), py::arg("sync_mode") = true, py::arg("program") = nullptr,
+           py::arg("startup_program") = nullptr)
+      .def("get_trainer_program", &DistributeTranspiler::get_trainer_program,
+           py::return_value_policy::reference_internal)
+      .def("get_pserver_program", &DistributeTranspiler::get_pserver_program, py::arg("endpoint"),
+           py::arg("model_dir") = "")
+      .def("get_startup_program", &DistributeTranspiler::get_startup_program, py::arg("endpoint"),
+           py::arg("pserver_program"))
+      .def("get_test_program", &DistributeTranspiler::get_test_program, py::arg("test_program"))
+      .def_property_readonly("pserver_endpoints", &DistributeTranspiler::pserver_endpoints);
+  m.def("ps_transpiler", [] { return fleet::default_fleet().ps_transpiler(); },
+        py::return_value_policy::reference);
+}
+
+}  // namespace
+
+void BindFleet(py::module_& parent) {
+  py::module_ m = parent.def_submodule("fleet", "Distributed training: roles, strategy, fleet, transpiler.");
+  BindRoles(m);
+  BindStrategy(m);
+  BindFleetFunctions(m);
+  BindTranspiler(m);
+}
+
+}  // namespace flotilla::python

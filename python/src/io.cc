@@ -1,0 +1,112 @@
+// io (flotilla._core.io): checkpoints, inference models, the DataFeeder and
+// the datasets the examples use. File I/O releases the GIL; files are the
+// C++ API's, so either side loads what the other saved.
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "flotilla/io/checkpoint.h"
+#include "flotilla/io/data_feeder.h"
+#include "flotilla/io/datasets/uci_housing.h"
+#include "flotilla/io/inference_model.h"
+#include "tensor.h"
+
+namespace flotilla::python {
+
+namespace {
+
+// A Python iterator over a C++ reader's samples, each a tuple of arrays.
+class SampleIterator {
+ public:
+  explicit SampleIterator(const io::Reader& reader) : next_(reader()) {}
+  py::tuple Next() {
+    std::optional<io::Sample> s;
+    {
+      py::gil_scoped_release release;
+      s = next_();
+    }
+    if (!s) throw py::stop_iteration();
+    py::tuple out(s->size());
+    for (size_t i = 0; i < s->size(); ++i) out[i] = ToNumpy((*s)[i]);
+    return out;
+  }
+
+ private:
+  io::SampleGenerator next_;
+};
+
+// Paddle's DataFeeder: a minibatch (a list of samples, each a tuple with one
+// value per feed variable) → {name: batch array}.
+py::dict Feed(const io::DataFeeder& feeder, const Program& program, const py::iterable& minibatch) {
+  const std::vector<std::string>& names = feeder.feed_names();
+  std::vector<io::Sample> batch;
+  for (const py::handle& sample : minibatch) {
+    py::sequence values = py::reinterpret_borrow<py::sequence>(sample);
+    FLOTILLA_ENFORCE(values.size() == names.size(), "DataFeeder: a sample has ", values.size(),
+                     " values but the feed list has ", names.size(), " variables");
+    io::Sample s;
+    for (size_t i = 0; i < names.size(); ++i) {
+      DType want = program.global_block().Var(names[i]).dtype;
+      s.push_back(ToTensor(values[i], "DataFeeder slot '" + names[i] + "'", want));
+    }
+    batch.push_back(std::move(s));
+  }
+  FeedMap fed = feeder.Feed(batch);
+  py::dict out;
+  for (const auto& [name, t] : fed) out[py::str(name)] = ToNumpy(t);
+  return out;
+}
+
+void BindCheckpoints(py::module_& m) {
+  m.def("save_persistables",
+        [](const std::string& dir, const Program& program, const Scope& scope) {
+          py::gil_scoped_release release;
+          io::SavePersistables(dir, program, scope);
+        },
+        py::arg("dirname"), py::arg("main_program"), py::arg("scope"));
+  m.def("load_persistables",
+        [](const std::string& dir, const Program& program, Scope& scope) {
+          py::gil_scoped_release release;
+          io::LoadPersistables(dir, program, scope);
+        },
+        py::arg("dirname"), py::arg("main_program"), py::arg("scope"));
+  m.def("persistable_names", &io::PersistableNames, py::arg("program"));
+  m.def("save_inference_model",
+        [](const std::string& dir, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+           const Executor& exe, const Program& main, const Scope& scope) {
+          py::gil_scoped_release release;
+          io::SaveInferenceModel(dir, feeds, fetches, exe, main, scope);
+        },
+        py::arg("dirname"), py::arg("feeded_var_names"), py::arg("target_vars"), py::arg("executor"),
+        py::arg("main_program"), py::arg("scope"));
+  m.def("load_inference_model",
+        [](const std::string& dir, Scope& scope) {
+          io::InferenceModel model;
+          {
+            py::gil_scoped_release release;
+            model = io::LoadInferenceModel(dir, scope);
+          }
+          return py::make_tuple(std::move(model.program), model.feed_names, model.fetch_names);
+        },
+        py::arg("dirname"), py::arg("scope"));
+}
+
+}  // namespace
+
+void BindIo(py::module_& parent) {
+  py::module_ m = parent.def_submodule("io", "Checkpoints, inference models, feeders, datasets.");
+  BindCheckpoints(m);
+  py::class_<io::DataFeeder>(m, "DataFeeder")
+      .def(py::init([](const std::vector<Variable>& feed_list) { return io::DataFeeder(feed_list); }),
+           py::arg("feed_list"))
+      .def("feed", &Feed, py::arg("program"), py::arg("minibatch"))
+      .def_property_readonly("feed_names", &io::DataFeeder::feed_names);
+  py::class_<SampleIterator>(m, "SampleIterator")
+      .def("__iter__", [](SampleIterator& it) -> SampleIterator& { return it; })
+      .def("__next__", &SampleIterator::Next);
+  m.def("uci_housing_train", [] { return SampleIterator(io::uci_housing::Train()); },
+        "Samples (features[13] float32, price[1] float32) of the UCI housing training split.");
+  m.def("uci_housing_test", [] { return SampleIterator(io::uci_housing::Test()); },
+        "Samples of the UCI housing test split.");
+}
+
+}  // namespace flotilla::python

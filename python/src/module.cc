@@ -1,0 +1,26 @@
+// flotilla._core: the C++ core as a Python extension module. The pure-Python
+// package (python/flotilla) gives it Paddle's names; this module stays a
+// thin, typed mirror of the C++ API.
+#include <pybind11/pybind11.h>
+
+#include "bindings.h"
+#include "fleet/ops/collective_ops.h"
+#include "fleet/ps/ps_ops.h"
+#include "flotilla/framework/op_registry.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "Flotilla's C++ core (programs, executor, layers, fleet, launcher).";
+  flotilla::RegisterAllOps();
+  flotilla::fleet::RegisterCollectiveOps();
+  flotilla::fleet::RegisterPsOps();
+  flotilla::python::BindErrors(m);
+  flotilla::python::BindTensor(m);
+  flotilla::python::BindFramework(m);
+  flotilla::python::BindExecutor(m);
+  flotilla::python::BindLayers(m);
+  flotilla::python::BindOptimizers(m);
+  flotilla::python::BindIo(m);
+  flotilla::python::BindFleet(m);
+}
