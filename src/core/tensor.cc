@@ -20,7 +20,9 @@ Buffer::Buffer(size_t bytes) : size_(bytes) {
 }
 
 Buffer::Buffer(void* external, size_t bytes, std::function<void()> release)
-    : data_(external), size_(bytes), release_(std::move(release)) {}
+    : data_(external), size_(bytes), release_(std::move(release)) {
+  FLOTILLA_ENFORCE(static_cast<bool>(release_), "Buffer over external memory needs a release function");
+}
 
 Buffer::~Buffer() {
   if (release_) {
@@ -80,7 +82,7 @@ Tensor& Tensor::Reshape(Dims dims) {
 void* Tensor::raw_mutable_data(DType dtype) {
   dtype_ = dtype;
   size_t need = nbytes();
-  if (buffer_ == nullptr || buffer_->size() < offset_ + need) {
+  if (buffer_ == nullptr || buffer_->external() || buffer_->size() < offset_ + need) {
     buffer_ = std::make_shared<Buffer>(need);
     offset_ = 0;
   }

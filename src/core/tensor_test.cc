@@ -43,6 +43,26 @@ TEST(Tensor, SliceIsAView) {
   EXPECT_EQ(t.data<float>()[2], 7.0f);
 }
 
+TEST(Tensor, WrapsExternalMemoryWithoutWritingIt) {
+  std::vector<float> owner = {1, 2, 3, 4, 5, 6};
+  int released = 0;
+  {
+    auto buffer = std::make_shared<Buffer>(owner.data(), owner.size() * sizeof(float),
+                                           [&released] { ++released; });
+    Tensor t = Tensor::Wrap(buffer, DType::kFloat32, {2, 3});
+    EXPECT_EQ(t.data<float>(), owner.data());
+    EXPECT_EQ(t.data<float>()[4], 5.0f);
+    Tensor out = t;
+    float* fresh = out.mutable_data<float>();  // asked to write: gets memory of its own
+    EXPECT_NE(fresh, owner.data());
+    fresh[0] = 9;
+    EXPECT_EQ(owner[0], 1.0f);
+    EXPECT_THROW(Tensor::Wrap(buffer, DType::kFloat32, {2, 4}), InvalidArgument);
+    EXPECT_EQ(released, 0);
+  }
+  EXPECT_EQ(released, 1);
+}
+
 TEST(SelectedRows, MergeAndDense) {
   auto v = Tensor::FromVector<float>({1, 1, 2, 2, 3, 3}, {3, 2});
   SelectedRows sr({4, 1, 4}, v, 6);

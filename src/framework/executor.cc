@@ -184,7 +184,9 @@ void CheckFeed(const Block& block, const std::string& name, const Tensor& value)
   if (v == nullptr) FLOTILLA_THROW(NotFound, "feed '", name, "' is not a variable of the program");
   FLOTILLA_ENFORCE(value.initialized(), "feed '", name, "' is an empty tensor");
   FLOTILLA_ENFORCE(v->dtype == value.dtype(), "feed '", name, "' has dtype ",
-                   DTypeName(value.dtype()), " but the program declares ", DTypeName(v->dtype));
+                   DTypeName(value.dtype()), " (shape ", DimsToString(value.dims()),
+                   ") but the program declares ", DTypeName(v->dtype), " (shape ",
+                   DimsToString(v->shape), ")");
   FLOTILLA_ENFORCE(DimsCompatible(v->shape, value.dims()), "feed '", name, "' has shape ",
                    DimsToString(value.dims()), " but the program declares ",
                    DimsToString(v->shape), " (-1 matches any size)");
@@ -234,6 +236,12 @@ std::vector<Tensor> Executor::Run(const Program& program, const FeedMap& feed,
   for (const auto& name : fetch_list) out.push_back(FetchValue(p.local->FindVar(name), name));
   RecordFetchedLoss(out);
   return out;
+}
+
+Scope* Executor::local_scope(const Program& program, const Scope* scope) const {
+  const Scope& s = scope != nullptr ? *scope : global_scope();
+  auto it = cache_.find({program.id(), s.id()});
+  return it == cache_.end() ? nullptr : it->second->local.get();
 }
 
 void Executor::Close() {

@@ -23,7 +23,10 @@ namespace flotilla {
 
 // A block of bytes owned by shared_ptr<Buffer>: either allocated here
 // (64-byte aligned) or memory of another owner (a NumPy array) that the
-// Buffer keeps alive through `release`, which runs when the Buffer dies.
+// Buffer keeps alive through `release`, which runs when the Buffer dies, on
+// whichever thread drops the last reference. Flotilla never writes into
+// external memory: a tensor asked for mutable data over an external buffer
+// gets a buffer of its own first.
 class Buffer {
  public:
   explicit Buffer(size_t bytes);
@@ -33,6 +36,7 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
   void* data() const { return data_; }
   size_t size() const { return size_; }
+  bool external() const { return static_cast<bool>(release_); }
 
  private:
   void* data_ = nullptr;
@@ -70,7 +74,8 @@ class Tensor {
   // Reshapes without touching data; numel must be unchanged.
   Tensor& Reshape(Dims dims);
 
-  // Pointer to the data, allocating when needed. Sets dtype to T.
+  // Pointer to the data, allocating when needed (always over an external
+  // buffer, which stays untouched). Sets dtype to T.
   template <typename T> T* mutable_data();
   void* raw_mutable_data(DType dtype);
   // Pointer to existing data; throws InvalidArgument when uninitialized or

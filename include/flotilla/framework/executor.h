@@ -61,6 +61,11 @@ class Executor {
   // Hooks are process-wide: the distributed runtimes register theirs.
   static void AddCloseHook(std::function<void()> hook);
 
+  // The scope holding the temporaries (and feeds) of `program` run in
+  // `scope` (default global_scope()); nullptr before its first run. For
+  // debugging and tests: a feed shares the caller's tensor there.
+  Scope* local_scope(const Program& program, const Scope* scope = nullptr) const;
+
   void set_op_observer(OpObserver observer) { observer_ = std::move(observer); }
   const Place& place() const { return place_; }
 
