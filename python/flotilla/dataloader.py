@@ -1,11 +1,11 @@
 """DataLoader (Paddle's ``fluid.io.DataLoader.from_generator`` / ``PyReader``):
 batches prepared by a background thread while ``exe.run`` computes (the
-executor releases the GIL, so the two overlap).
+executor and the feeder's batching release the GIL, so the two overlap).
 
 Iterable::
 
     loader = DataLoader.from_generator(feed_list=[x, y], capacity=8)
-    loader.set_sample_list_generator(paddle.batch(reader, 32))
+    loader.set_sample_list_generator(flotilla.batch(reader, 32))
     for data in loader():
         exe.run(main, feed=data, fetch_list=[loss])
 
@@ -21,21 +21,20 @@ Non-iterable (seed 004)::
         loader.reset()
 
 An exception raised by the user's reader reaches the training loop as that
-exception, with the reader's traceback and a note naming the reader.
+exception, with the reader's own traceback and a note naming the reader.
 """
 
 import queue
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
-import numpy as np
-
 from .data_feeder import DataFeeder
 from .errors import EOFException
-from .framework import Program, Variable, default_main_program
+from .framework import Program, Variable
 
 _END = object()
-_attached: Dict[int, "GeneratorLoader"] = {}
+_started: List["GeneratorLoader"] = []  # non-iterable loaders between start() and reset()
+_started_lock = threading.Lock()
 
 
 class _Failure:
@@ -44,19 +43,34 @@ class _Failure:
         self.reader = reader
 
 
-def next_feed_for(program: Program) -> Dict[str, np.ndarray]:
-    """The next batch of the non-iterable loader attached to ``program``
-    (empty when none is attached). Raises EOFException at the end."""
-    loader = _attached.get(program._id)
-    return loader._next_feed() if loader is not None else {}
+def next_feed_for(program: Program) -> Dict[str, Any]:
+    """The next batch of the started non-iterable loader whose variables
+    ``program`` reads (one built on ``program`` first, then one whose
+    variable names the program has). Raises EOFException at the end of its
+    pass; returns {} when no loader applies."""
+    with _started_lock:
+        loaders = list(_started)
+    block = program.global_block()
+    for loader in loaders:
+        if loader._program_id == program._id:
+            return loader._next_feed()
+    for loader in loaders:
+        if all(block.has_var(n) for n in loader._names):
+            return loader._next_feed()
+    return {}
 
 
 def _name_of(fn: Any) -> str:
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None:
+        name = type(fn).__qualname__ + " object"
+    module = getattr(fn, "__module__", None) or getattr(type(fn), "__module__", None)
+    return f"{module}.{name}" if module and module != "builtins" else name
 
 
 class GeneratorLoader:
-    """A loader fed by a Python generator; see the module docstring."""
+    """A loader fed by a Python generator in a background thread; see the
+    module docstring. Made by :meth:`DataLoader.from_generator`."""
 
     def __init__(self, feed_list: Sequence[Variable], capacity: int, iterable: bool, return_list: bool,
                  drop_last: bool):
@@ -66,17 +80,16 @@ class GeneratorLoader:
             raise ValueError(f"DataLoader.from_generator: capacity must be positive, got {capacity}")
         self._feed_list = list(feed_list)
         self._names = [v.name for v in self._feed_list]
+        self._program_id = self._feed_list[0].block.program._id
         self._capacity = capacity
         self._iterable = iterable
         self._return_list = return_list
         self._drop_last = drop_last
-        self._batches: Optional[Callable[[], Iterator[Dict[str, np.ndarray]]]] = None
+        self._batches: Optional[Callable[[], Iterator[Dict[str, Any]]]] = None
         self._reader_name = "<no generator set>"
         self._queue: Optional[queue.Queue] = None
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
-        if not iterable:
-            _attached[self._feed_list[0].block.program._id] = self
 
     # ---- sources ----
 
@@ -96,18 +109,19 @@ class GeneratorLoader:
         return self
 
     def set_batch_generator(self, reader: Callable, places: Any = None) -> "GeneratorLoader":
-        """``reader()`` yields whole batches: a list/tuple of arrays in feed order, or a dict."""
+        """``reader()`` yields whole batches: a list/tuple of arrays in feed
+        order, or a dict name → array."""
         names = self._names
 
-        def batches():
+        def batches() -> Iterator[Dict[str, Any]]:
             for b in reader():
                 if isinstance(b, dict):
                     yield b
-                else:
-                    if len(b) != len(names):
-                        raise ValueError(f"batch generator yielded {len(b)} arrays for {len(names)} "
-                                         f"feed variables {names}")
-                    yield {n: np.asarray(a) for n, a in zip(names, b)}
+                    continue
+                if len(b) != len(names):
+                    raise ValueError(f"the batch generator yielded {len(b)} arrays for the {len(names)} "
+                                     f"feed variables {names}")
+                yield dict(zip(names, b))
         self._batches = batches
         self._reader_name = _name_of(reader)
         return self
@@ -132,7 +146,7 @@ class GeneratorLoader:
                 if stop.is_set():
                     return
             q.put(_END)
-        except BaseException as e:  # delivered to the consumer, raised there
+        except BaseException as e:  # delivered to the consumer and raised there
             q.put(_Failure(e, self._reader_name))
 
     def _start_thread(self) -> None:
@@ -142,18 +156,18 @@ class GeneratorLoader:
         self._stop = threading.Event()
         self._queue = queue.Queue(maxsize=self._capacity)
         self._thread = threading.Thread(target=self._produce, args=(self._queue, self._stop),
-                                        name="flotilla-dataloader", daemon=True)
+                                        name=f"flotilla-dataloader[{self._reader_name}]", daemon=True)
         self._thread.start()
 
-    def _take(self) -> Dict[str, np.ndarray]:
+    def _take(self) -> Dict[str, Any]:
         item = self._queue.get()
         if item is _END:
             self._queue.put(_END)  # stay at the end until reset()
-            raise EOFException("DataLoader: no more batches (call reset() before the next pass)")
+            raise EOFException("DataLoader: no more batches in this pass (call reset() before start())")
         if isinstance(item, _Failure):
             self._queue.put(_END)
             err = item.error
-            err.add_note(f"raised by the DataLoader's reader {item.reader!r}")
+            err.add_note(f"raised by the DataLoader's reader {item.reader} (in its background thread)")
             raise err
         return item
 
@@ -167,18 +181,24 @@ class GeneratorLoader:
     # ---- non-iterable use ----
 
     def start(self) -> None:
-        """Starts reading a pass in the background (non-iterable loaders)."""
+        """Starts reading a pass in the background (non-iterable loaders);
+        ``exe.run`` without a feed then takes the next batch."""
         if self._iterable:
             raise ValueError("DataLoader.start() is for iterable=False loaders; iterate the loader instead")
         if self._thread is not None:
             raise ValueError("DataLoader.start(): already started; call reset() after EOFException first")
         self._start_thread()
+        with _started_lock:
+            _started.append(self)
 
     def reset(self) -> None:
         """Stops the current pass so that start() can begin the next one."""
+        with _started_lock:
+            if self in _started:
+                _started.remove(self)
         self._join()
 
-    def _next_feed(self) -> Dict[str, np.ndarray]:
+    def _next_feed(self) -> Dict[str, Any]:
         if self._queue is None:
             raise ValueError("Executor.run without feed: the program's DataLoader was not started "
                              "(call loader.start() first)")
@@ -217,7 +237,8 @@ class DataLoader:
 
 
 def PyReader(feed_list: Optional[Sequence[Variable]] = None, capacity: Optional[int] = None,
-             use_double_buffer: bool = True, iterable: bool = True, return_list: bool = False) -> GeneratorLoader:
+             use_double_buffer: bool = True, iterable: bool = True,
+             return_list: bool = False) -> GeneratorLoader:
     """Paddle 1.x ``fluid.io.PyReader``: the same loader under its older name."""
     return DataLoader.from_generator(feed_list, capacity, use_double_buffer, iterable, return_list)
 

@@ -2,10 +2,10 @@
 returns fetches as NumPy arrays.
 
 ``exe.run`` releases the GIL while the C++ core runs, feeds contiguous NumPy
-arrays of the right dtype without copying them, raises
-``InvalidArgumentError`` (a ``ValueError``) naming the variable for a feed of
-the wrong shape or dtype, and raises ``KeyboardInterrupt`` within a fraction
-of a second of Ctrl-C.
+arrays of the variable's dtype without copying them, raises
+``InvalidArgumentError`` (a ``ValueError``) naming the variable and both
+shapes for a feed of the wrong shape or dtype, and raises
+``KeyboardInterrupt`` within a fraction of a second of Ctrl-C.
 """
 
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -31,7 +31,8 @@ def _fetch_names(fetch_list: Optional[Sequence[FetchItem]]) -> List[str]:
         elif isinstance(item, str):
             names.append(item)
         else:
-            raise TypeError(f"fetch_list items must be Variables or names, got {type(item).__name__}")
+            raise TypeError(f"Executor.run: fetch_list items must be Variables or names, got "
+                            f"{type(item).__name__}")
     return names
 
 
@@ -40,10 +41,21 @@ def _program_of(program: Any) -> Program:
         return default_main_program()
     if isinstance(program, Program):
         return program
-    inner = getattr(program, "_program", None)  # CompiledProgram
+    inner = getattr(program, "_program", None)  # a CompiledProgram
     if isinstance(inner, Program):
         return inner
     raise TypeError(f"Executor.run: program must be a Program, got {type(program).__name__}")
+
+
+def _feed_dict(feed: Any, program: Program) -> Dict[str, Any]:
+    if not feed:
+        from .dataloader import next_feed_for
+        return next_feed_for(program)
+    if isinstance(feed, (list, tuple)) and len(feed) == 1 and isinstance(feed[0], dict):
+        return feed[0]  # a DataLoader's per-place list
+    if not isinstance(feed, dict):
+        raise TypeError(f"Executor.run: feed must be a dict of name → array, got {type(feed).__name__}")
+    return feed
 
 
 class Executor:
@@ -62,47 +74,51 @@ class Executor:
     def run(self, program: Optional[Program] = None, feed: Optional[Dict[str, Any]] = None,
             fetch_list: Optional[Sequence[FetchItem]] = None, feed_var_name: str = "feed",
             fetch_var_name: str = "fetch", scope: Optional[Scope] = None,
-            return_numpy: bool = True, use_program_cache: bool = True) -> List[Any]:
+            return_numpy: bool = True, use_program_cache: bool = True,
+            use_prune: bool = False) -> List[Any]:
         """Runs ``program`` (default: the default main program) once.
 
         Args:
             program: the program (or a CompiledProgram) to run.
-            feed: ``{name: ndarray}``; without it, a non-iterable DataLoader
-                attached to the program's data variables supplies the batch
-                and raises ``EOFException`` when it is exhausted.
+            feed: ``{name: ndarray}``; without it, a started non-iterable
+                DataLoader over the program's data variables supplies the
+                batch and raises ``EOFException`` when it is exhausted.
             fetch_list: Variables or names whose values to return.
             scope: where persistable variables live (default: global scope).
-            return_numpy: fetched values as NumPy arrays (always; a False
-                value returns the same arrays, which also act as tensors).
+            return_numpy: fetched values as NumPy arrays; False returns
+                :class:`flotilla._core.Tensor` objects (``np.array(t)``).
 
         Returns:
-            One NumPy array per fetched variable, owning its memory.
+            One value per fetched variable; arrays own their memory.
         """
         prog = _program_of(program)
-        if feed is None:
-            from .dataloader import next_feed_for
-            feed = next_feed_for(prog)
-        elif isinstance(feed, list) and len(feed) == 1 and isinstance(feed[0], dict):
-            feed = feed[0]  # a DataLoader's per-place list
-        elif not isinstance(feed, dict):
-            raise TypeError(f"Executor.run: feed must be a dict of name → array, got {type(feed).__name__}")
-        return self._exe._run(prog, feed, _fetch_names(fetch_list), scope or global_scope())
+        feed_dict = _feed_dict(feed, prog)
+        return self._exe._run(prog, feed_dict, _fetch_names(fetch_list), scope or global_scope(),
+                              return_numpy)
 
     def close(self) -> None:
-        """Tells every parameter server this trainer used that it has finished."""
+        """Tells every parameter server this trainer used that it has finished
+        (call it on every trainer when training ends, as Paddle requires)."""
         self._exe.close()
 
-    def infer_from_dataset(self, *args, **kwargs):
+    def infer_from_dataset(self, *args: Any, **kwargs: Any) -> None:
+        """Not in Flotilla (Paddle's Dataset API)."""
         raise NotImplementedError(
             "Executor.infer_from_dataset (Paddle's Dataset API) is not in Flotilla; "
-            "use a DataLoader and Executor.run")
+            "nearest: a DataLoader and Executor.run")
 
-    def train_from_dataset(self, *args, **kwargs):
+    def train_from_dataset(self, *args: Any, **kwargs: Any) -> None:
+        """Not in Flotilla (Paddle's Dataset API)."""
         raise NotImplementedError(
             "Executor.train_from_dataset (Paddle's Dataset API) is not in Flotilla; "
-            "use a DataLoader and Executor.run")
+            "nearest: a DataLoader and Executor.run")
 
 
 def as_numpy(value: Any) -> np.ndarray:
     """Paddle's ``fluid.executor.as_numpy``: the value as a NumPy array."""
+    if isinstance(value, (list, tuple)):
+        return [as_numpy(v) for v in value]
     return np.asarray(value)
+
+
+__all__ = ["Executor", "as_numpy"]

@@ -3,10 +3,11 @@
 A :class:`Program` is the C++ core's program; layers append to
 :func:`default_main_program` (or the programs of the innermost
 :func:`program_guard`). Variables support Paddle's operators:
-``a + b``, ``1 - p``, ``x * 2.0``, ``-x``, ``a / b``, ``a @ b``.
+``a + b``, ``1 - p``, ``x * 2.0``, ``-x``, ``a / b``, ``x / 2``, ``a @ b``.
 """
 
 import contextlib
+import numbers
 from typing import Iterator, List, Optional, Union
 
 from . import _core
@@ -44,16 +45,28 @@ def program_guard(main_program: Program, startup_program: Optional[Program] = No
     ``startup_program``, when given) inside the ``with`` block."""
     if not isinstance(main_program, Program):
         raise TypeError(f"program_guard: main_program must be a Program, got {type(main_program).__name__}")
+    if startup_program is not None and not isinstance(startup_program, Program):
+        raise TypeError(f"program_guard: startup_program must be a Program, got "
+                        f"{type(startup_program).__name__}")
     with _core._ProgramGuard(main_program, startup_program):
         yield
 
 
 @contextlib.contextmanager
-def unique_name_guard() -> Iterator[None]:
+def unique_name_guard(new_generator=None) -> Iterator[None]:
     """Restarts generated names ("fc_0", ...) inside the ``with`` block, so two
-    programs built under separate guards get the same names."""
+    programs built under separate guards get the same names (Paddle's
+    ``fluid.unique_name.guard``)."""
+    if new_generator is not None:
+        raise NotImplementedError("unique_name.guard(new_generator=...): Flotilla restarts the counters; "
+                                  "call unique_name.guard() without an argument")
     with _core._UniqueNameGuard():
         yield
+
+
+def unique_name(prefix: str) -> str:
+    """``"fc"`` → ``"fc_0"``, ``"fc_1"``, ... (Paddle's ``unique_name.generate``)."""
+    return _core.unique_name(prefix)
 
 
 @contextlib.contextmanager
@@ -68,70 +81,88 @@ def name_scope(prefix: Optional[str] = None) -> Iterator[None]:
 Scalar = Union[int, float]
 
 
+def _is_scalar(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def _scale(x: Variable, scale: float, bias: float = 0.0) -> Variable:
     return _core.layers.scale(x, float(scale), float(bias), True)
 
 
-def _binary(op):
+def _add(x, y):
+    return _scale(x, 1.0, y) if _is_scalar(y) else _core.layers.elementwise_add(x, y, -1, "")
+
+
+def _sub(x, y):
+    return _scale(x, 1.0, -y) if _is_scalar(y) else _core.layers.elementwise_sub(x, y, -1, "")
+
+
+def _mul(x, y):
+    return _scale(x, y) if _is_scalar(y) else _core.layers.elementwise_mul(x, y, -1, "")
+
+
+def _div(x, y):
+    if _is_scalar(y):
+        if y == 0:
+            raise ZeroDivisionError(f"Variable {x.name} / 0")
+        return _scale(x, 1.0 / y)
+    return _core.layers.elementwise_div(x, y, -1, "")
+
+
+def _binary(fn):
     def method(self: Variable, other):
-        if isinstance(other, (int, float)):
-            if op == "elementwise_add":
-                return _scale(self, 1.0, other)
-            if op == "elementwise_sub":
-                return _scale(self, 1.0, -other)
-            if op == "elementwise_mul":
-                return _scale(self, other)
-            if op == "elementwise_div":
-                return _scale(self, 1.0 / other)
-        if not isinstance(other, Variable):
+        if not (_is_scalar(other) or isinstance(other, Variable)):
             return NotImplemented
-        return getattr(_core.layers, op)(self, other, -1, "")
+        return fn(self, other)
     return method
 
 
-def _reflected(op):
-    def method(self: Variable, other):
-        if not isinstance(other, (int, float)):
-            return NotImplemented
-        if op == "elementwise_add":
-            return _scale(self, 1.0, other)
-        if op == "elementwise_sub":
-            return _scale(self, -1.0, other)
-        if op == "elementwise_mul":
-            return _scale(self, other)
-        raise NotImplementedError(
-            f"{other!r} / Variable: Flotilla has no reciprocal op yet; use "
-            "layers.elementwise_div with a fill_constant of the variable's shape")
-    return method
+def _rsub(self: Variable, other):
+    if not _is_scalar(other):
+        return NotImplemented
+    return _scale(self, -1.0, other)
 
 
-def _compare(name):
+def _rdiv(self: Variable, other):
+    if not _is_scalar(other):
+        return NotImplemented
+    raise NotImplementedError(
+        f"{other!r} / Variable (Paddle's scalar / Variable): Flotilla has no reciprocal op yet; "
+        "nearest: layers.elementwise_div(layers.fill_constant(...), x)")
+
+
+def _compare(name: str):
     def method(self: Variable, other):
         raise NotImplementedError(
-            f"Variable.{name}: Flotilla has no comparison ops (paddle.less_than, ...) yet; "
-            "compare fetched NumPy arrays instead")
+            f"Variable {name} (Paddle's paddle.{name} / fluid.layers.{name}): Flotilla has no "
+            "comparison ops yet; nearest: compare the fetched NumPy arrays")
     return method
 
 
-Variable.__add__ = _binary("elementwise_add")
-Variable.__sub__ = _binary("elementwise_sub")
-Variable.__mul__ = _binary("elementwise_mul")
-Variable.__truediv__ = _binary("elementwise_div")
-Variable.__div__ = Variable.__truediv__
-Variable.__radd__ = _reflected("elementwise_add")
-Variable.__rsub__ = _reflected("elementwise_sub")
-Variable.__rmul__ = _reflected("elementwise_mul")
-Variable.__rtruediv__ = _reflected("elementwise_div")
+Variable.__add__ = _binary(_add)
+Variable.__radd__ = _binary(_add)
+Variable.__sub__ = _binary(_sub)
+Variable.__rsub__ = _rsub
+Variable.__mul__ = _binary(_mul)
+Variable.__rmul__ = _binary(_mul)
+Variable.__truediv__ = _binary(_div)
+Variable.__rtruediv__ = _rdiv
 Variable.__neg__ = lambda self: _scale(self, -1.0)
 Variable.__matmul__ = lambda self, other: _core.layers.matmul(self, other, False, False, 1.0)
-for _name in ("__lt__", "__le__", "__gt__", "__ge__"):
-    setattr(Variable, _name, _compare(_name))
-Variable.__hash__ = lambda self: hash(self.name)
+Variable.__array_ufunc__ = None  # numpy scalars defer to the operators above
+Variable.__lt__ = _compare("less_than")
+Variable.__le__ = _compare("less_equal")
+Variable.__gt__ = _compare("greater_than")
+Variable.__ge__ = _compare("greater_equal")
+# Variables are handles: equal when they name the same variable of one program.
 Variable.__eq__ = lambda self, other: isinstance(other, Variable) and other.name == self.name and \
     other.block.program._id == self.block.program._id
+Variable.__ne__ = lambda self, other: not self.__eq__(other)
+Variable.__hash__ = lambda self: hash(self.name)
 
 
 def _var_astype(self: Variable, dtype) -> Variable:
+    """The variable converted to ``dtype`` (a cast op)."""
     return _core.layers.cast(self, dtype)
 
 
@@ -139,5 +170,5 @@ Variable.astype = _var_astype
 
 __all__ = [
     "Program", "Variable", "Block", "Scope", "default_main_program", "default_startup_program",
-    "global_scope", "scope_guard", "program_guard", "unique_name_guard", "name_scope",
+    "global_scope", "scope_guard", "program_guard", "unique_name_guard", "unique_name", "name_scope",
 ]

@@ -26,10 +26,13 @@ def _apply_act(x: Variable, act: Optional[str], layer: str) -> Variable:
 def data(name: str, shape: Sequence[int], dtype="float32", lod_level: int = 0,
          append_batch_size: bool = True, stop_gradient: bool = True, type=None) -> Variable:
     """A variable the user feeds. With ``append_batch_size`` and no -1 in
-    ``shape``, a leading -1 (the batch) is added, as Paddle does."""
-    if lod_level != 0:
-        raise NotImplementedError(f"layers.data(name={name!r}, lod_level={lod_level}): "
-                                  "LoD (variable-length) tensors are not in Flotilla; pad to a fixed shape")
+    ``shape``, a leading -1 (the batch) is added, as Paddle does.
+
+    Flotilla's tensors are dense: with ``lod_level`` > 0 every sample's
+    sequence must have the length ``shape`` gives (one id per slot in CTR
+    models); a ragged batch is refused with an error naming the variable."""
+    if lod_level < 0:
+        raise ValueError(f"layers.data(name={name!r}): lod_level must be >= 0, got {lod_level}")
     return _L.data(name, [int(d) for d in shape], dtype, append_batch_size)
 
 
@@ -188,12 +191,18 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct=None, total=N
 
 def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: int = 4095, topk: int = 1,
         slide_steps: int = 1):
-    """Streaming ROC AUC: returns ``(auc, batch_auc, [stat_pos, stat_neg])`` as
-    Paddle does (``batch_auc`` is the same streaming value here)."""
+    """Streaming ROC AUC of the positive-class scores ``input[:, -1]`` (or a
+    [N, 1] score) against 0/1 ``label``, over every batch since the startup
+    program ran. Returns Paddle's ``(auc, batch_auc, [batch_stat_pos,
+    batch_stat_neg, stat_pos, stat_neg])``; Flotilla keeps one window (the
+    whole run), so ``batch_auc`` is ``auc`` and the batch states are the
+    global ones."""
     if curve != "ROC":
         raise NotImplementedError(f"layers.auc(curve={curve!r}): only 'ROC' is in Flotilla")
+    if topk != 1:
+        raise NotImplementedError(f"layers.auc(topk={topk}): only topk=1 is in Flotilla")
     auc_var, stat_pos, stat_neg = _L.auc(input, label, int(num_thresholds))
-    return auc_var, auc_var, [stat_pos, stat_neg]
+    return auc_var, auc_var, [stat_pos, stat_neg, stat_pos, stat_neg]
 
 
 def create_parameter(shape: Sequence[int], dtype, name=None, attr=None, is_bias: bool = False,

@@ -1,32 +1,19 @@
-// C++ errors → Python exceptions, and Ctrl-C → KeyboardInterrupt.
+// C++ errors → Python exceptions.
 //
 // flotilla::Error subclasses map to the classes of flotilla.errors (defined
 // in Python so that InvalidArgumentError can be both a flotilla error and a
 // ValueError); the message is the C++ message, unchanged. A Cancelled error
-// means the interrupt check below saw a signal: the Python exception that
-// the signal's handler raised (KeyboardInterrupt for SIGINT) is already set
+// means the interrupt check (interrupt.h) ran Python's signal handlers and
+// one raised: that exception (KeyboardInterrupt for Ctrl-C) is already set
 // and propagates as is.
-#include <thread>
-
 #include "bindings.h"
 #include "flotilla/common/error.h"
 #include "flotilla/common/interrupt.h"
+#include "interrupt.h"
 
 namespace flotilla::python {
 
 namespace {
-
-std::thread::id main_thread;
-
-// Runs Python's signal handlers when called on the main thread; true when
-// one raised. Never takes the GIL on other threads, so a thread that a GIL
-// holder waits for cannot deadlock here.
-bool PythonSignalRaised() {
-  if (std::this_thread::get_id() != main_thread || !Py_IsInitialized()) return false;
-  py::gil_scoped_acquire gil;
-  if (PyErr_Occurred() != nullptr) return true;
-  return PyErr_CheckSignals() != 0;
-}
 
 const char* ClassName(ErrorCode code) {
   switch (code) {
@@ -56,9 +43,19 @@ void Translate(std::exception_ptr p) {
 }  // namespace
 
 void BindErrors(py::module_& m) {
-  main_thread = std::this_thread::get_id();
   py::register_exception_translator(&Translate);
-  SetInterruptCheck(&PythonSignalRaised);
+  InstallInterruptCheck();
+  m.def("_raise", [](const std::string& kind, const std::string& message) {
+    if (kind == "InvalidArgument") throw InvalidArgument(message);
+    if (kind == "NotFound") throw NotFound(message);
+    if (kind == "AlreadyExists") throw AlreadyExists(message);
+    if (kind == "Unavailable") throw Unavailable(message);
+    if (kind == "DeadlineExceeded") throw DeadlineExceeded(message);
+    if (kind == "Corruption") throw Corruption(message);
+    if (kind == "Unimplemented") throw Unimplemented(message);
+    if (kind == "Internal") throw Internal(message);
+    throw std::runtime_error(message);
+  }, py::arg("kind"), py::arg("message"), "Throws the C++ error `kind` (tests of the error mapping).");
 }
 
 }  // namespace flotilla::python

@@ -3,7 +3,6 @@
 // processes (init, barriers, servers, saves) release the GIL.
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
-#include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "flotilla/common/enforce.h"
@@ -46,7 +45,7 @@ py::object GetField(DistributedStrategy& s, const std::string& path) {
         std::string name = sub.GetDescriptor()->field(i)->name();
         d[py::str(name)] = GetField(s, path + "." + name);
       }
-      return std::move(d);
+      return d;
     }
     default: FLOTILLA_THROW(Internal, "DistributedStrategy field '", path, "' has an unexpected type");
   }
@@ -121,29 +120,18 @@ void BindStrategy(py::module_& m) {
       .def("validate", &DistributedStrategy::Validate);
 }
 
-template <typename F>
-auto Released(F f) {
-  return [f](auto&&... args) {
-    py::gil_scoped_release release;
-    return f(std::forward<decltype(args)>(args)...);
-  };
-}
-
 void BindFleetFunctions(py::module_& m) {
   py::class_<fleet::DistributedOptimizer>(m, "DistributedOptimizer")
       .def("minimize",
            [](fleet::DistributedOptimizer& d, const Variable& loss, Program* startup,
               const std::vector<std::string>& params, const std::set<std::string>& no_grad) {
-             optimizer::MinimizeResult r = d.minimize(loss, startup, params, no_grad);
-             std::vector<std::string> ops;
-             for (const OpDesc* op : r.optimize_ops) ops.push_back(op->type);
-             return py::make_tuple(ops, r.params_grads);
+             return MinimizeResultTuple(d.minimize(loss, startup, params, no_grad));
            },
            py::arg("loss"), py::arg("startup_program") = nullptr,
            py::arg("parameter_list") = std::vector<std::string>{},
            py::arg("no_grad_set") = std::set<std::string>{})
       .def_property_readonly("buckets", &fleet::DistributedOptimizer::buckets);
-  m.def("init", Released([](const fleet::RoleMaker& role) { fleet::init(role); }), py::arg("role_maker"));
+  m.def("init", [](const fleet::RoleMaker& role) { fleet::init(role); }, py::arg("role_maker"), ReleaseInterruptible());
   m.def("initialized", [] { return fleet::default_fleet().initialized(); });
   m.def("is_worker", &fleet::is_worker);
   m.def("is_server", &fleet::is_server);
@@ -152,30 +140,31 @@ void BindFleetFunctions(py::module_& m) {
   m.def("worker_num", &fleet::worker_num);
   m.def("worker_endpoints", &fleet::worker_endpoints);
   m.def("server_endpoints", &fleet::server_endpoints);
-  m.def("barrier_worker", Released([] { fleet::barrier_worker(); }));
+  m.def("barrier_worker", &fleet::barrier_worker, ReleaseInterruptible());
   m.def("distributed_optimizer",
         [](optimizer::Optimizer& opt, const DistributedStrategy& s) { return fleet::distributed_optimizer(opt, s); },
         py::arg("optimizer"), py::arg("strategy"), py::keep_alive<0, 1>());
   m.def("main_program", &fleet::main_program, py::return_value_policy::reference);
   m.def("startup_program", &fleet::startup_program, py::return_value_policy::reference);
   m.def("save_persistables",
-        Released([](const Executor& exe, const std::string& dir, const Program* main, const Scope* scope) {
+        [](const Executor& exe, const std::string& dir, const Program* main, const Scope* scope) {
           fleet::save_persistables(exe, dir, main, scope);
-        }),
-        py::arg("executor"), py::arg("dirname"), py::arg("main_program") = nullptr, py::arg("scope") = nullptr);
+        },
+        py::arg("executor"), py::arg("dirname"), py::arg("main_program") = nullptr, py::arg("scope") = nullptr,
+        ReleaseInterruptible());
   m.def("save_inference_model",
-        Released([](const Executor& exe, const std::string& dir, const std::vector<std::string>& feeds,
-                    const std::vector<std::string>& fetches, const Program* main, const Scope* scope) {
+        [](const Executor& exe, const std::string& dir, const std::vector<std::string>& feeds,
+           const std::vector<std::string>& fetches, const Program* main, const Scope* scope) {
           fleet::save_inference_model(exe, dir, feeds, fetches, main, scope);
-        }),
+        },
         py::arg("executor"), py::arg("dirname"), py::arg("feeded_var_names"), py::arg("target_vars"),
-        py::arg("main_program") = nullptr, py::arg("scope") = nullptr);
-  m.def("init_server", Released([](const std::string& dir) { fleet::init_server(dir); }),
-        py::arg("model_dir") = "");
-  m.def("run_server", Released([] { fleet::run_server(); }));
-  m.def("init_worker", Released([](bool loaded) { fleet::init_worker(loaded); }),
-        py::arg("servers_loaded") = false);
-  m.def("stop_worker", Released([] { fleet::stop_worker(); }));
+        py::arg("main_program") = nullptr, py::arg("scope") = nullptr, ReleaseInterruptible());
+  m.def("init_server", [](const std::string& dir) { fleet::init_server(dir); }, py::arg("model_dir") = "",
+        ReleaseInterruptible());
+  m.def("run_server", [] { fleet::run_server(); }, ReleaseInterruptible());
+  m.def("init_worker", [](bool loaded) { fleet::init_worker(loaded); }, py::arg("servers_loaded") = false,
+        ReleaseInterruptible());
+  m.def("stop_worker", [] { fleet::stop_worker(); }, ReleaseInterruptible());
 }
 
 void BindTranspiler(py::module_& m) {

@@ -6,8 +6,6 @@
 // valid while its Program lives — as in Paddle.
 #include <optional>
 
-#include <pybind11/stl.h>
-
 #include "bindings.h"
 #include "flotilla/framework/program.h"
 #include "flotilla/framework/scope.h"
@@ -48,7 +46,7 @@ class NameGuardHolder {
 std::string ShortDType(DType d) { return DTypeName(d); }
 
 void BindVariable(py::module_& m) {
-  py::class_<Variable>(m, "Variable", "A variable of a Program (Paddle's Variable).")
+  py::class_<Variable>(m, "Variable", py::dynamic_attr(), "A variable of a Program (Paddle's Variable).")
       .def_property_readonly("name", &Variable::name)
       .def_property_readonly("shape", [](const Variable& v) { return py::tuple(py::cast(v.shape())); })
       .def_property_readonly("dtype", [](const Variable& v) { return ShortDType(v.dtype()); })
@@ -58,7 +56,8 @@ void BindVariable(py::module_& m) {
                     [](Variable& v, bool s) { v.set_stop_gradient(s); })
       .def_property_readonly("is_parameter", [](const Variable& v) { return v.desc().is_parameter; })
       .def_property_readonly("is_data", [](const Variable& v) { return v.desc().is_data; })
-      .def_property_readonly("block", &Variable::block, py::return_value_policy::reference)
+      .def_property_readonly("block", &Variable::block, py::return_value_policy::reference_internal)
+      .def_property_readonly("lod_level", [](const Variable&) { return 0; }, "Always 0 (no LoD).")
       .def("__repr__", [](const Variable& v) {
         return "Variable(name=" + v.name() + ", shape=" + DimsToString(v.shape()) +
                ", dtype=" + ShortDType(v.dtype()) + ")";
@@ -74,6 +73,13 @@ void BindBlock(py::module_& m) {
            "The variable `name`; raises NotFoundError naming it and the block.")
       .def("has_var", &Block::HasVar, py::arg("name"))
       .def("var_names", &Block::var_names, "Variable names in creation order.")
+      .def("all_parameters", [](Block& b) {
+        std::vector<Variable> out;
+        for (const std::string& n : b.var_names()) {
+          if (b.Var(n).is_parameter) out.push_back(b.GetVariable(n));
+        }
+        return out;
+      }, "The parameters of this block, in creation order.")
       .def_property_readonly("ops", [](const Block& b) {
         std::vector<std::string> types;
         for (const auto& op : b.ops()) types.push_back(op->type);
@@ -134,6 +140,14 @@ void BindScope(py::module_& m) {
 }
 
 }  // namespace
+
+py::handle KeepProgramAlive(py::handle variable, const Variable& v) {
+  if (variable && v.block() != nullptr) {
+    py::object program = py::cast(v.block()->program(), py::return_value_policy::reference);
+    py::setattr(variable, "_program_ref", program);
+  }
+  return variable;
+}
 
 void BindFramework(py::module_& m) {
   BindVariable(m);

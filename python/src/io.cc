@@ -1,9 +1,8 @@
 // io (flotilla._core.io): checkpoints, inference models, the DataFeeder and
 // the datasets the examples use. File I/O releases the GIL; files are the
 // C++ API's, so either side loads what the other saved.
-#include <pybind11/stl.h>
-
 #include "bindings.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/io/checkpoint.h"
 #include "flotilla/io/data_feeder.h"
 #include "flotilla/io/datasets/uci_housing.h"
@@ -34,27 +33,48 @@ class SampleIterator {
   io::SampleGenerator next_;
 };
 
-// Paddle's DataFeeder: a minibatch (a list of samples, each a tuple with one
-// value per feed variable) → {name: batch array}.
-py::dict Feed(const io::DataFeeder& feeder, const Program& program, const py::iterable& minibatch) {
-  const std::vector<std::string>& names = feeder.feed_names();
-  std::vector<io::Sample> batch;
-  for (const py::handle& sample : minibatch) {
-    py::sequence values = py::reinterpret_borrow<py::sequence>(sample);
-    FLOTILLA_ENFORCE(values.size() == names.size(), "DataFeeder: a sample has ", values.size(),
-                     " values but the feed list has ", names.size(), " variables");
-    io::Sample s;
-    for (size_t i = 0; i < names.size(); ++i) {
-      DType want = program.global_block().Var(names[i]).dtype;
-      s.push_back(ToTensor(values[i], "DataFeeder slot '" + names[i] + "'", want));
-    }
-    batch.push_back(std::move(s));
+// Paddle's DataFeeder: a minibatch (a list of samples, each a sequence with
+// one value per feed variable) → {name: batch Tensor}. Values are converted
+// to their variable's dtype, as Paddle's feeder does; the C++ feeder checks
+// the shapes and stacks the batch with the GIL released.
+class Feeder {
+ public:
+  explicit Feeder(const std::vector<Variable>& feed_list) : feeder_(feed_list) {
+    for (const Variable& v : feed_list) dtypes_.push_back(v.dtype());
   }
-  FeedMap fed = feeder.Feed(batch);
-  py::dict out;
-  for (const auto& [name, t] : fed) out[py::str(name)] = ToNumpy(t);
-  return out;
-}
+
+  py::dict Feed(const py::iterable& minibatch) const {
+    const std::vector<std::string>& names = feeder_.feed_names();
+    std::vector<io::Sample> batch;
+    for (const py::handle& sample : minibatch) {
+      py::sequence values = py::reinterpret_borrow<py::sequence>(sample);
+      FLOTILLA_ENFORCE(values.size() == names.size(), "DataFeeder: sample ", batch.size(), " has ",
+                       values.size(), " values but the feed list has ", names.size(), " variables (",
+                       Join(names, ", "), ")");
+      io::Sample s;
+      for (size_t i = 0; i < names.size(); ++i) {
+        s.push_back(ToTensor(values[i], "DataFeeder: variable '" + names[i] + "'", dtypes_[i]));
+      }
+      batch.push_back(std::move(s));
+    }
+    FeedMap fed;
+    {
+      py::gil_scoped_release release;
+      fed = feeder_.Feed(batch);
+      batch.clear();
+    }
+    DrainReleases();
+    py::dict out;
+    for (const auto& [name, t] : fed) out[py::str(name)] = py::cast(t);
+    return out;
+  }
+
+  const std::vector<std::string>& feed_names() const { return feeder_.feed_names(); }
+
+ private:
+  io::DataFeeder feeder_;
+  std::vector<DType> dtypes_;
+};
 
 void BindCheckpoints(py::module_& m) {
   m.def("save_persistables",
@@ -95,11 +115,10 @@ void BindCheckpoints(py::module_& m) {
 void BindIo(py::module_& parent) {
   py::module_ m = parent.def_submodule("io", "Checkpoints, inference models, feeders, datasets.");
   BindCheckpoints(m);
-  py::class_<io::DataFeeder>(m, "DataFeeder")
-      .def(py::init([](const std::vector<Variable>& feed_list) { return io::DataFeeder(feed_list); }),
-           py::arg("feed_list"))
-      .def("feed", &Feed, py::arg("program"), py::arg("minibatch"))
-      .def_property_readonly("feed_names", &io::DataFeeder::feed_names);
+  py::class_<Feeder>(m, "DataFeeder", "Minibatches of samples → feed dicts of Tensors.")
+      .def(py::init<const std::vector<Variable>&>(), py::arg("feed_list"))
+      .def("feed", &Feeder::Feed, py::arg("minibatch"), "The feed dict {name: Tensor} of one minibatch.")
+      .def_property_readonly("feed_names", &Feeder::feed_names);
   py::class_<SampleIterator>(m, "SampleIterator")
       .def("__iter__", [](SampleIterator& it) -> SampleIterator& { return it; })
       .def("__next__", &SampleIterator::Next);

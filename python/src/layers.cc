@@ -2,8 +2,6 @@
 // (flotilla._core.layers). Arguments keep the C++ names and order; the
 // Python modules (flotilla.static.nn, fluid.layers, ...) give Paddle's
 // keyword names, defaults and docstrings on top.
-#include <pybind11/stl.h>
-
 #include "bindings.h"
 #include "flotilla/api/layers.h"
 #include "flotilla/api/learning_rate_scheduler.h"

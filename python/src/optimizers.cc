@@ -1,7 +1,5 @@
 // Optimizers (flotilla._core.optimizer): a learning rate is a float or a
 // scheduled Variable; minimize() returns (optimize op types, [(param, grad)]).
-#include <pybind11/stl.h>
-
 #include "bindings.h"
 #include "flotilla/api/optimizer.h"
 
@@ -19,13 +17,16 @@ optimizer::LearningRate ToRate(const py::handle& lr) {
 
 py::tuple Minimize(Optimizer& opt, const Variable& loss, Program* startup,
                    const std::vector<std::string>& parameter_list, const std::set<std::string>& no_grad_set) {
-  optimizer::MinimizeResult r = opt.minimize(loss, startup, parameter_list, no_grad_set);
+  return MinimizeResultTuple(opt.minimize(loss, startup, parameter_list, no_grad_set));
+}
+
+}  // namespace
+
+py::tuple MinimizeResultTuple(const optimizer::MinimizeResult& r) {
   std::vector<std::string> ops;
   for (const OpDesc* op : r.optimize_ops) ops.push_back(op->type);
   return py::make_tuple(ops, r.params_grads);
 }
-
-}  // namespace
 
 void BindOptimizers(py::module_& parent) {
   py::module_ m = parent.def_submodule("optimizer", "Optimizers: minimize(loss) appends backward + updates.");
@@ -34,7 +35,9 @@ void BindOptimizers(py::module_& parent) {
            py::arg("parameter_list") = std::vector<std::string>{},
            py::arg("no_grad_set") = std::set<std::string>{})
       .def_property_readonly("type", &Optimizer::type)
-      .def_property_readonly("learning_rate_var", &Optimizer::learning_rate_var);
+      .def_property_readonly("learning_rate_var", &Optimizer::learning_rate_var)
+      .def_property_readonly("learning_rate", &Optimizer::learning_rate,
+                             "The constant rate; InvalidArgumentError for a scheduled one.");
   py::class_<optimizer::SGD, Optimizer, std::shared_ptr<optimizer::SGD>>(m, "SGD")
       .def(py::init([](const py::handle& lr, RegPtr reg) {
              return std::make_shared<optimizer::SGD>(ToRate(lr), std::move(reg));

@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "bindings.h"
 #include "flotilla/common/enforce.h"
@@ -10,12 +12,23 @@ namespace flotilla::python {
 
 namespace {
 
+std::mutex release_mu;
+std::vector<PyObject*> to_release;  // guarded by release_mu
+
+// Drops one reference to `owner`: now when this thread holds the GIL, else
+// at the next DrainReleases (never waits for the GIL: the executor's thread
+// must not stall behind a Python thread).
+void Release(PyObject* owner) {
+  if (!Py_IsInitialized()) return;  // interpreter gone: nothing to release into
+  if (PyGILState_Check() != 0) {
+    Py_DECREF(owner);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(release_mu);
+  to_release.push_back(owner);
+}
+
 std::optional<DType> DTypeOfNumpy(const py::dtype& dt) {
-  if (dt.is(py::dtype::of<float>())) return DType::kFloat32;
-  if (dt.is(py::dtype::of<double>())) return DType::kFloat64;
-  if (dt.is(py::dtype::of<int32_t>())) return DType::kInt32;
-  if (dt.is(py::dtype::of<int64_t>())) return DType::kInt64;
-  // Equal but distinct dtype objects (e.g. from np.dtype('<f4')).
   switch (dt.kind()) {
     case 'f':
       if (dt.itemsize() == 4) return DType::kFloat32;
@@ -32,11 +45,10 @@ std::optional<DType> DTypeOfNumpy(const py::dtype& dt) {
 }
 
 bool Wrappable(const py::array& a) {
-  constexpr int kNeed = py::array::c_style;
   int flags = py::detail::array_proxy(a.ptr())->flags;
   bool native = a.dtype().byteorder() != '>';
-  return (flags & kNeed) && (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) &&
-         (flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) && native;
+  return (flags & py::array::c_style) != 0 && (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0 &&
+         native;
 }
 
 Dims ShapeOf(const py::array& a) {
@@ -46,20 +58,25 @@ Dims ShapeOf(const py::array& a) {
 }
 
 Tensor Wrap(const py::array& a, DType dtype) {
-  // The buffer's release runs wherever the last Tensor copy dies, possibly
-  // on a thread without the GIL.
-  auto* owner = new py::object(a);
-  auto release = [owner] {
-    if (!Py_IsInitialized()) return;  // interpreter gone: nothing to release into
-    py::gil_scoped_acquire gil;
-    delete owner;
-  };
+  PyObject* owner = a.ptr();
+  Py_INCREF(owner);
   auto buffer = std::make_shared<Buffer>(const_cast<void*>(a.data()), static_cast<size_t>(a.nbytes()),
-                                         std::move(release));
+                                         [owner] { Release(owner); });
   return Tensor::Wrap(std::move(buffer), dtype, ShapeOf(a));
 }
 
+std::string DTypeString(const py::dtype& dt) { return py::str(py::handle(dt)).cast<std::string>(); }
+
 }  // namespace
+
+void DrainReleases() {
+  std::vector<PyObject*> pending;
+  {
+    std::lock_guard<std::mutex> lock(release_mu);
+    pending.swap(to_release);
+  }
+  for (PyObject* o : pending) Py_DECREF(o);
+}
 
 py::dtype NumpyDType(DType dtype) {
   return VisitDType(dtype, []<typename T>() { return py::dtype::of<T>(); });
@@ -73,27 +90,42 @@ DType ToDType(const py::handle& dtype) {
     if (name == "INT32" || name == "VarType.INT32") return DType::kInt32;
     if (name == "INT64" || name == "VarType.INT64") return DType::kInt64;
   }
-  py::dtype dt = py::dtype::from_args(py::reinterpret_borrow<py::object>(dtype));
+  py::dtype dt;
+  try {
+    dt = py::dtype::from_args(py::reinterpret_borrow<py::object>(dtype));
+  } catch (const py::error_already_set&) {
+    FLOTILLA_THROW(InvalidArgument, "dtype ", py::repr(dtype).cast<std::string>(),
+                   " is not a data type (float32, float64, int32 or int64)");
+  }
   std::optional<DType> d = DTypeOfNumpy(dt);
-  FLOTILLA_ENFORCE(d.has_value(), "dtype ", py::str(dt).cast<std::string>(),
+  FLOTILLA_ENFORCE(d.has_value(), "dtype ", DTypeString(dt),
                    " is not supported (float32, float64, int32 or int64)");
   return *d;
 }
 
-Tensor ToTensor(const py::handle& value, const std::string& what, std::optional<DType> want) {
+Tensor ToTensor(const py::handle& value, const std::string& what, std::optional<DType> convert_to) {
+  if (py::isinstance<Tensor>(value)) {
+    Tensor t = value.cast<Tensor>();
+    FLOTILLA_ENFORCE(!convert_to || t.dtype() == *convert_to, what, ": tensor of dtype ",
+                     DTypeName(t.dtype()), " where ", DTypeName(*convert_to), " is expected");
+    return t;
+  }
+  py::object np = py::module_::import("numpy");
   py::array a;
   if (py::isinstance<py::array>(value)) {
     a = py::reinterpret_borrow<py::array>(value);
   } else {
-    py::object np = py::module_::import("numpy");
-    a = want ? np.attr("asarray")(value, NumpyDType(*want)) : np.attr("asarray")(value);
+    a = convert_to ? np.attr("asarray")(value, NumpyDType(*convert_to)) : np.attr("asarray")(value);
   }
   std::optional<DType> dtype = DTypeOfNumpy(a.dtype());
-  FLOTILLA_ENFORCE(dtype.has_value(), what, ": dtype ", py::str(a.dtype()).cast<std::string>(),
-                   " is not supported (float32, float64, int32 or int64)");
-  if (Wrappable(a)) return Wrap(a, *dtype);
-  py::array copy = py::module_::import("numpy").attr("ascontiguousarray")(a, NumpyDType(*dtype));
-  return Wrap(copy, *dtype);
+  if (convert_to && dtype != convert_to) {
+    a = np.attr("ascontiguousarray")(a, NumpyDType(*convert_to));
+    dtype = convert_to;
+  }
+  FLOTILLA_ENFORCE(dtype.has_value(), what, ": dtype ", DTypeString(a.dtype()), " (shape ",
+                   DimsToString(ShapeOf(a)), ") is not supported (float32, float64, int32 or int64)");
+  if (!Wrappable(a)) a = np.attr("ascontiguousarray")(a, NumpyDType(*dtype));
+  return Wrap(a, *dtype);
 }
 
 py::array ToNumpy(const Tensor& tensor) {
@@ -103,34 +135,44 @@ py::array ToNumpy(const Tensor& tensor) {
   return out;
 }
 
+py::array AdoptAsNumpy(Tensor tensor) {
+  if (tensor.nbytes() == 0) return ToNumpy(tensor);
+  auto* held = new Tensor(std::move(tensor));
+  py::capsule owner(held, [](void* p) { delete static_cast<Tensor*>(p); });
+  std::vector<py::ssize_t> shape(held->dims().begin(), held->dims().end());
+  return py::array(NumpyDType(held->dtype()), shape, held->raw_data(), owner);
+}
+
 void BindTensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", R"doc(
-A dense tensor of the C++ core (Paddle's LoDTensor). `np.array(t)` copies it
-out; `t.set(ndarray, place)` replaces its contents.)doc")
+A dense tensor of the C++ core (Paddle's LoDTensor). ``np.array(t)`` copies it
+out; ``t.set(ndarray, place)`` replaces its contents with a copy of the array.)doc")
       .def(py::init<>())
       .def("shape", [](const Tensor& t) { return std::vector<int64_t>(t.dims()); },
            "The tensor's shape as a list.")
-      .def_property_readonly("dtype", [](const Tensor& t) { return std::string(DTypeName(t.dtype())); })
-      .def("_is_initialized", &Tensor::initialized)
+      .def("_dtype", [](const Tensor& t) { return std::string(DTypeName(t.dtype())); },
+           "The element type's name (\"float32\", ...).")
+      .def("_is_initialized", &Tensor::initialized, "True once the tensor holds data.")
       .def("_data_ptr", [](Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); },
            "Address of the first element (for tests of zero-copy feeds).")
+      .def("lod", [](const Tensor&) { return py::list(); },
+           "Always [] (Flotilla's tensors are dense; no LoD).")
       .def(
           "set",
           [](Tensor& t, const py::handle& value, const py::handle& /*place*/) {
-            Tensor src = ToTensor(value, "Tensor.set");
-            t.CopyFrom(src);
+            t.CopyFrom(ToTensor(value, "Tensor.set"));
           },
           py::arg("array"), py::arg("place") = py::none(),
-          "Copies `array` into this tensor (shape and dtype follow the array).")
+          "Copies ``array`` into this tensor (shape and dtype follow the array).")
       .def("__array__",
            [](const Tensor& t, const py::object& dtype) {
              py::array a = ToNumpy(t);
              return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
            },
-           py::arg("dtype") = py::none())
+           py::arg("dtype") = py::none(), "A NumPy copy of the data.")
       .def("__repr__", [](const Tensor& t) { return "Tensor(" + t.DebugString() + ")"; });
-  m.def("as_tensor", [](const py::handle& v) { return ToTensor(v, "as_tensor"); },
-        "A Tensor over `value` (no copy for a contiguous array of a supported dtype).");
+  m.def("as_tensor", [](const py::handle& v) { return ToTensor(v, "as_tensor"); }, py::arg("value"),
+        "A Tensor over ``value`` (no copy for a contiguous array of a supported dtype).");
 }
 
 }  // namespace flotilla::python

@@ -1,15 +1,25 @@
 // Tensors across the language boundary.
 //
-// ToTensor: a NumPy array (or anything np.asarray accepts) as a Tensor. A
-// C-contiguous, aligned, writeable array of a Flotilla dtype (float32,
-// float64, int32, int64) is wrapped without a copy: the Tensor's buffer
-// holds a reference to the array until the Tensor's last copy dies. Other
-// arrays are converted once (to `want` when given, else their own dtype).
-// Throws InvalidArgument naming `what` for a dtype Flotilla has no kernel
-// for. Needs the GIL.
+// ToTensor: a value as a Tensor. A _core.Tensor is shared. A C-contiguous,
+// aligned, native-endian NumPy array of a Flotilla dtype (float32, float64,
+// int32, int64) is wrapped without a copy: the Tensor's buffer holds a
+// reference to the array until the Tensor's last copy dies, and Flotilla
+// never writes into it (see Buffer). Other arrays are copied once into a
+// contiguous array of their dtype; other values (lists, scalars) go through
+// np.asarray. With `convert_to`, anything of another dtype is converted to
+// it (Paddle's DataFeeder does that); without it an array keeps its dtype, and
+// a wrong one is reported by the executor, naming the variable. Throws
+// InvalidArgument naming `what` for a dtype Flotilla has no kernels for.
+// Needs the GIL.
 //
-// ToNumpy: a new NumPy array owning a copy of the tensor's data (a fetched
-// value must outlive the executor's reuse of its buffers).
+// ToNumpy: a new NumPy array holding a copy of the tensor's data.
+// AdoptAsNumpy: a NumPy array over the tensor's buffer, which the array then
+// keeps alive — for tensors nobody else holds (an executor's fetches, which
+// are fresh copies), so no second copy is made. Needs the GIL.
+//
+// DrainReleases: arrays whose last Tensor died on a thread without the GIL
+// (an executor run) are released here, with the GIL; the bindings call it
+// after every such run.
 #pragma once
 
 #include <optional>
@@ -25,10 +35,12 @@ namespace flotilla::python {
 namespace py = pybind11;
 
 Tensor ToTensor(const py::handle& value, const std::string& what,
-                std::optional<DType> want = std::nullopt);
+                std::optional<DType> convert_to = std::nullopt);
 py::array ToNumpy(const Tensor& tensor);
+py::array AdoptAsNumpy(Tensor tensor);
+void DrainReleases();
 // "float32" → DType::kFloat32; accepts NumPy dtypes and Paddle's names
-// ("float32", "int64", "FP32", VarType names). Throws InvalidArgument.
+// ("float32", "int64", "FP32", "VarType.FP32"). Throws InvalidArgument.
 DType ToDType(const py::handle& dtype);
 py::dtype NumpyDType(DType dtype);
 

@@ -2,15 +2,13 @@
 
 from typing import Optional, Sequence
 
-from .. import _core
 from .. import layers as _layers
 from ..framework import Variable
-from ..param_attr import to_core
 
 
 def fc(x, size: int, num_flatten_dims: int = 1, weight_attr=None, bias_attr=None,
        activation: Optional[str] = None, name: Optional[str] = None) -> Variable:
-    """Fully connected: ``activation(x · W + b)``."""
+    """Fully connected: ``activation(x · W + b)``; a list ``x`` sums the products."""
     return _layers.fc(x, size, num_flatten_dims, weight_attr, bias_attr, activation, name=name)
 
 
@@ -22,10 +20,13 @@ def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False, is_
 
 def sparse_embedding(input: Variable, size: Sequence[int], padding_idx: Optional[int] = None,
                      is_test: bool = False, entry=None, table_class: str = "CommonSparseTable",
-                     param_attr=None, dtype="float32") -> Variable:
+                     param_attr=None, dtype="float32", slot=None) -> Variable:
     """An embedding whose table lives on the parameter servers, row by row
     (Paddle's large-scale sparse embedding)."""
     if entry is not None:
-        raise NotImplementedError("sparse_embedding(entry=...): row admission is not in Flotilla yet")
-    return _core.layers.embedding(input, [int(s) for s in size], True, True,
-                                  -1 if padding_idx is None else int(padding_idx), to_core(param_attr), dtype)
+        raise NotImplementedError("paddle.static.nn.sparse_embedding(entry=...) (row admission) is not "
+                                  "in Flotilla yet; nearest: omit entry (every id gets a row)")
+    return _layers.embedding(input, size, True, True, padding_idx, param_attr, dtype)
+
+
+__all__ = ["fc", "embedding", "sparse_embedding"]

@@ -3,8 +3,8 @@ those the C++ core has ops for."""
 
 from typing import Optional
 
-from . import _core
-from .framework import Variable
+from .. import _core
+from ..framework import Variable
 
 _L = _core.layers
 

@@ -1,0 +1,30 @@
+"""Paddle 1.x names (``paddle.fluid``) over Flotilla's core: the static
+graph API of seeds 000-003, unchanged.
+
+    import flotilla.fluid as fluid
+    x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+    ...
+    exe = fluid.Executor(fluid.CPUPlace())
+"""
+
+from .. import initializer, io, layers, optimizer, regularizer  # noqa: F401
+from .._alias import alias as _alias
+from ..data_feeder import DataFeeder  # noqa: F401
+from ..executor import Executor  # noqa: F401
+from ..framework import (Program, Variable, default_main_program, default_startup_program,  # noqa: F401
+                         global_scope, name_scope, program_guard, scope_guard)
+from ..param_attr import ParamAttr  # noqa: F401
+from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda  # noqa: F401
+from ..strategies import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
+from ..distributed.transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
+from . import core, unique_name  # noqa: F401
+
+for _name, _module in (("layers", layers), ("optimizer", optimizer), ("initializer", initializer),
+                       ("regularizer", regularizer), ("io", io)):
+    _alias(f"{__name__}.{_name}", _module)
+
+__all__ = ["layers", "optimizer", "initializer", "regularizer", "io", "core", "unique_name", "DataFeeder",
+           "Executor", "Program", "Variable", "default_main_program", "default_startup_program",
+           "global_scope", "name_scope", "program_guard", "scope_guard", "ParamAttr", "CPUPlace", "CUDAPlace",
+           "cpu_places", "cuda_places", "is_compiled_with_cuda", "BuildStrategy", "CompiledProgram",
+           "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig"]
