@@ -1,0 +1,25 @@
+# The Python package's tests: pytest files under tests/python, run by
+# FLOTILLA_PYTHON (Debian's /usr/bin/python3) against the in-tree package
+# (PYTHONPATH=build/python), one ctest entry per file.
+find_package(nlohmann_json REQUIRED)
+add_executable(py_model_tool python/model_tool.cc)
+set_target_properties(py_model_tool PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+target_link_libraries(py_model_tool PRIVATE flotilla_api flotilla_io nlohmann_json::nlohmann_json)
+
+# flotilla_pytest(NAME file.py [TIMEOUT s])
+function(flotilla_pytest name file)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_test(NAME ${name}
+    COMMAND ${FLOTILLA_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/${file})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT
+    "PYTHONPATH=${FLOTILLA_PYTHON_DIR};FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};FLOTILLA_SOURCE_DIR=${PROJECT_SOURCE_DIR};OPENBLAS_NUM_THREADS=1")
+endfunction()
+
+flotilla_pytest(python_feed_fetch_test test_feed_fetch.py TIMEOUT 120)
+flotilla_pytest(python_errors_test test_errors.py TIMEOUT 120)
+flotilla_pytest(python_interrupt_test test_interrupt.py TIMEOUT 120)
+flotilla_pytest(python_program_io_test test_program_io.py TIMEOUT 180)
+flotilla_pytest(python_api_test test_api.py TIMEOUT 300)
