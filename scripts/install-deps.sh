@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev libgloo-dev libturbojpeg0-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-dev pybind11-dev python3-numpy python3-pytest
   openmpi-bin libopenmpi-dev
   etcd-server iproute2 procps python3 python3-sklearn
   # A Slurm cluster made by tests/clusters/slurm_test.py (about 12 MB).
