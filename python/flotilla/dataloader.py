@@ -26,6 +26,7 @@ exception, with the reader's own traceback and a note naming the reader.
 
 import queue
 import threading
+import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from .data_feeder import DataFeeder
@@ -35,6 +36,7 @@ from .framework import Program, Variable
 _END = object()
 _started: List["GeneratorLoader"] = []  # non-iterable loaders between start() and reset()
 _started_lock = threading.Lock()
+_non_iterable: "weakref.WeakSet[GeneratorLoader]" = weakref.WeakSet()
 
 
 class _Failure:
@@ -57,6 +59,10 @@ def next_feed_for(program: Program) -> Dict[str, Any]:
     for loader in loaders:
         if all(block.has_var(n) for n in loader._names):
             return loader._next_feed()
+    for loader in list(_non_iterable):
+        if loader._program_id == program._id:
+            raise ValueError(f"Executor.run without feed: the DataLoader of {loader._names} was not started "
+                             "(call loader.start() before the first run of each pass)")
     return {}
 
 
@@ -90,6 +96,8 @@ class GeneratorLoader:
         self._queue: Optional[queue.Queue] = None
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
+        if not iterable:
+            _non_iterable.add(self)
 
     # ---- sources ----
 
