@@ -3,6 +3,7 @@ generators, reader exceptions surfacing with their own traceback and the
 reader's name, and the GIL released while the executor runs."""
 
 import threading
+import time
 import traceback
 
 import numpy as np
@@ -119,28 +120,30 @@ def test_gil_is_released_while_the_executor_runs(programs):
     main, startup, _ = programs
     x = fluid.layers.data(name="x", shape=[256], dtype="float32")
     h = x
-    for _ in range(60):
+    for _ in range(100):
         h = fluid.layers.fc(input=h, size=256, act="tanh")
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup)
-    feed = {"x": np.random.rand(256, 256).astype(np.float32)}
+    feed = {"x": np.random.rand(512, 256).astype(np.float32)}
     exe.run(main, feed=feed, fetch_list=[h])
-    ticks = [0]
+    stamps = []
     stop = threading.Event()
 
     def spin():
         while not stop.is_set():
-            ticks[0] += 1
+            stamps.append(time.monotonic())
     spinner = threading.Thread(target=spin)
     spinner.start()
     try:
-        before = ticks[0]
-        for _ in range(3):
-            exe.run(main, feed=feed, fetch_list=[h])
-        during = ticks[0] - before
+        time.sleep(0.01)
+        start = time.monotonic()
+        exe.run(main, feed=feed, fetch_list=[h])
+        end = time.monotonic()
     finally:
         stop.set()
         spinner.join()
-    # With the GIL held by the run the spinner would advance only at the few
-    # bytecode boundaries between runs; released, it spins throughout.
-    assert during > 10000, during
+    # Had the run held the GIL, the spinner could not have run Python code
+    # between its start and its end.
+    margin = (end - start) / 10
+    inside = [t for t in stamps if start + margin < t < end - margin]
+    assert inside, f"no Python ran during a {end - start:.3f} s exe.run"
