@@ -37,9 +37,10 @@ OpDesc& LayerHelper::Append(OpDesc op) { return main_block().AppendOp(std::move(
 
 Variable LayerHelper::Activate(const Variable& x, const std::string& act) {
   if (act.empty()) return x;
-  FLOTILLA_ENFORCE(act == "relu" || act == "tanh" || act == "sigmoid" || act == "softmax",
+  FLOTILLA_ENFORCE(act == "relu" || act == "tanh" || act == "sigmoid" || act == "softmax" ||
+                       act == "relu6" || act == "hard_swish",
                    "layer '", name_, "': unknown activation '", act,
-                   "' (expected relu, tanh, sigmoid or softmax)");
+                   "' (expected relu, tanh, sigmoid, softmax, relu6 or hard_swish)");
   Variable out = CreateTmp(x.dtype(), act);
   Append(OpDesc(act).In("X", {x.name()}).Out("Out", {out.name()}));
   return out;

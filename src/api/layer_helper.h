@@ -25,7 +25,8 @@ class LayerHelper {
                            initializer::InitializerPtr default_init);
   // Appends op to the main block and returns it.
   OpDesc& Append(OpDesc op);
-  // Applies activation `act` ("" = none) to x.
+  // Applies activation `act` ("" = none; relu, tanh, sigmoid, softmax, relu6,
+  // hard_swish with their default attributes) to x.
   Variable Activate(const Variable& x, const std::string& act);
 
   const std::string& name() const { return name_; }

@@ -3,44 +3,47 @@
 #include <cmath>
 
 #include "api/layer_helper.h"
+#include "api/nn_ops.h"
 #include "flotilla/api/layers.h"
 
 namespace flotilla::layers {
 
+using internal::Channels;
+using internal::ConvWindow;
 using internal::LayerHelper;
 using internal::UnaryOp;
 
 namespace {
 
-int64_t Channels(const Variable& x, const char* layer) {
-  const Dims& d = x.shape();
-  FLOTILLA_ENFORCE(d.size() == 4 && d[1] > 0, "layers::", layer, ": input '", x.name(),
-                   "' of shape ", DimsToString(d), " must be [N, C, H, W] with known C");
-  return d[1];
+// The bias [channels] (0) of a layer, or an invalid Variable when bias_attr
+// is ParamAttr::None().
+Variable ChannelBias(LayerHelper& helper, const ParamAttr& bias_attr, int64_t channels, DType dtype) {
+  if (!bias_attr.enabled) return {};
+  return helper.CreateParameter(bias_attr, {channels}, dtype, true,
+                                std::make_shared<initializer::Constant>(0.0));
 }
 
-// Adds bias b [channels] along axis 1 (when enabled) and applies act.
-Variable BiasAndAct(LayerHelper& helper, const Variable& pre, int64_t channels,
-                    const ParamAttr& bias_attr, const std::string& act) {
-  Variable out = pre;
-  if (bias_attr.enabled) {
-    Variable b = helper.CreateParameter(bias_attr, {channels}, pre.dtype(), true,
-                                        std::make_shared<initializer::Constant>(0.0));
-    out = helper.CreateTmp(pre.dtype());
-    helper.Append(OpDesc("elementwise_add")
-                      .In("X", {pre.name()})
-                      .In("Y", {b.name()})
-                      .Out("Out", {out.name()})
-                      .Set("axis", int32_t{1}));
-  }
-  return helper.Activate(out, act);
-}
-
-OpDesc& SetWindow(OpDesc& op, Size2 stride, const Padding& padding, Size2 dilation) {
-  return op.Set("strides", stride.vec())
-      .Set("paddings", padding.values)
-      .Set("padding_algorithm", padding.algorithm)
-      .Set("dilations", dilation.vec());
+// Paddle's conv2d_transpose without filter_size: the filter that turns the
+// input's H, W into output_size at this stride, padding and dilation.
+Size2 FilterForOutput(const Variable& input, const std::vector<int32_t>& output_size,
+                      const ConvWindow& w) {
+  const Dims& d = input.shape();
+  FLOTILLA_ENFORCE(output_size.size() == 2 && d[2] > 0 && d[3] > 0,
+                   "layers::conv2d_transpose: without filter_size, output_size {h, w} and the ",
+                   "input's H, W must be known (input '", input.name(), "' is ", DimsToString(d), ")");
+  FLOTILLA_ENFORCE(w.padding.algorithm == "EXPLICIT",
+                   "layers::conv2d_transpose: without filter_size, padding must be explicit numbers");
+  const auto& p = w.padding.values;
+  const int pad_h = p.size() == 4 ? p[0] + p[1] : 2 * p[0];
+  const int pad_w = p.size() == 4 ? p[2] + p[3] : 2 * p[1];
+  auto k = [](int64_t out, int64_t in, int s, int pad, int dil) {
+    return int((out - (in - 1) * s + pad - 1) / dil + 1);
+  };
+  Size2 f(k(output_size[0], d[2], w.stride.h, pad_h, w.dilation.h),
+          k(output_size[1], d[3], w.stride.w, pad_w, w.dilation.w));
+  FLOTILLA_ENFORCE(f.h >= 1 && f.w >= 1, "layers::conv2d_transpose: output_size {", output_size[0], ", ",
+                   output_size[1], "} is too small for input '", input.name(), "' ", DimsToString(d));
+  return f;
 }
 
 }  // namespace
@@ -57,12 +60,9 @@ Variable conv2d(const Variable& input, int num_filters, Size2 filter_size, Size2
   Variable w = helper.CreateParameter(
       param_attr, {num_filters, c / groups, filter_size.h, filter_size.w}, input.dtype(), false,
       std::make_shared<initializer::Normal>(0.0, std::sqrt(2.0 / fan_in)));
-  Variable pre = helper.CreateTmp(input.dtype());
-  const bool depthwise = groups > 1 && groups == c && num_filters % c == 0;
-  OpDesc op(depthwise ? "depthwise_conv2d" : "conv2d");
-  op.In("Input", {input.name()}).In("Filter", {w.name()}).Out("Output", {pre.name()});
-  helper.Append(SetWindow(op, stride, padding, dilation).Set("groups", int32_t(groups)));
-  return BiasAndAct(helper, pre, num_filters, bias_attr, act);
+  Variable b = ChannelBias(helper, bias_attr, num_filters, input.dtype());
+  Variable out = Conv2dOp(helper, input, w, b, {stride, padding, dilation, groups});
+  return helper.Activate(out, act);
 }
 
 Variable conv2d_transpose(const Variable& input, int num_filters, Size2 filter_size,
@@ -74,17 +74,16 @@ Variable conv2d_transpose(const Variable& input, int num_filters, Size2 filter_s
   FLOTILLA_ENFORCE(num_filters > 0 && groups > 0 && num_filters % groups == 0 && c % groups == 0,
                    "layers::conv2d_transpose: groups (", groups, ") must divide num_filters (",
                    num_filters, ") and the ", c, " input channels");
+  const ConvWindow window{stride, padding, dilation, groups};
+  if (filter_size.h <= 0 || filter_size.w <= 0) filter_size = FilterForOutput(input, output_size, window);
   LayerHelper helper(name.empty() ? "conv2d_transpose" : name);
   const double fan_in = double(filter_size.h) * filter_size.w * double(c) / groups;
   Variable w = helper.CreateParameter(
       param_attr, {c, num_filters / groups, filter_size.h, filter_size.w}, input.dtype(), false,
       std::make_shared<initializer::Normal>(0.0, std::sqrt(2.0 / fan_in)));
-  Variable pre = helper.CreateTmp(input.dtype());
-  OpDesc op("conv2d_transpose");
-  op.In("Input", {input.name()}).In("Filter", {w.name()}).Out("Output", {pre.name()});
-  SetWindow(op, stride, padding, dilation).Set("groups", int32_t(groups)).Set("output_size", output_size);
-  helper.Append(std::move(op));
-  return BiasAndAct(helper, pre, num_filters, bias_attr, act);
+  Variable b = ChannelBias(helper, bias_attr, num_filters, input.dtype());
+  Variable out = Conv2dTransposeOp(helper, input, w, b, window, std::move(output_size), 0);
+  return helper.Activate(out, act);
 }
 
 Variable pool2d(const Variable& input, Size2 pool_size, const std::string& pool_type,
@@ -94,7 +93,11 @@ Variable pool2d(const Variable& input, Size2 pool_size, const std::string& pool_
   Variable out = helper.CreateTmp(input.dtype());
   OpDesc op("pool2d");
   op.In("X", {input.name()}).Out("Out", {out.name()});
-  SetWindow(op, pool_stride, pool_padding, 1)
+  FLOTILLA_ENFORCE(global_pooling || (pool_size.h > 0 && pool_size.w > 0), "layers::pool2d: pool_size ",
+                   "must be positive unless global_pooling is set (input '", input.name(), "')");
+  op.Set("strides", pool_stride.vec())
+      .Set("paddings", pool_padding.values)
+      .Set("padding_algorithm", pool_padding.algorithm)
       .Set("pooling_type", pool_type)
       .Set("ksize", pool_size.vec())
       .Set("global_pooling", global_pooling)
@@ -125,8 +128,6 @@ Variable batch_norm(const Variable& input, const BatchNormOptions& o) {
   const Dims& d = input.shape();
   FLOTILLA_ENFORCE(d.size() >= 2 && d[1] > 0, "layers::batch_norm: input '", input.name(),
                    "' of shape ", DimsToString(d), " must be [N, C, ...] with known C");
-  FLOTILLA_ENFORCE(o.act.empty() || o.act == "relu", "layers::batch_norm: act must be '' or relu, got '",
-                   o.act, "'");
   LayerHelper helper(o.name.empty() ? "batch_norm" : o.name);
   const Dims c{d[1]};
   const DType dt = input.dtype();
@@ -139,26 +140,10 @@ Variable batch_norm(const Variable& input, const BatchNormOptions& o) {
   mean_attr.trainable = var_attr.trainable = false;
   Variable mean = helper.CreateParameter(mean_attr, c, dt, false, nullptr);
   Variable var = helper.CreateParameter(var_attr, c, dt, false, nullptr);
-  Variable y = helper.CreateTmp(dt);
-  Variable saved_mean = helper.CreateTmp(dt, "saved_mean");
-  Variable saved_var = helper.CreateTmp(dt, "saved_variance");
-  helper.Append(OpDesc("batch_norm")
-                    .In("X", {input.name()})
-                    .In("Scale", {scale.name()})
-                    .In("Bias", {bias.name()})
-                    .In("Mean", {mean.name()})
-                    .In("Variance", {var.name()})
-                    .Out("Y", {y.name()})
-                    .Out("MeanOut", {mean.name()})
-                    .Out("VarianceOut", {var.name()})
-                    .Out("SavedMean", {saved_mean.name()})
-                    .Out("SavedVariance", {saved_var.name()})
-                    .Set("momentum", o.momentum)
-                    .Set("epsilon", o.epsilon)
-                    .Set("is_test", o.is_test)
-                    .Set("use_global_stats", o.use_global_stats)
-                    .Set("fuse_with_relu", o.act == "relu"));
-  return y;
+  const bool fuse_relu = o.act == "relu";
+  Variable y = internal::BatchNormOp(helper, input, scale, bias, mean, var,
+                                     {o.momentum, o.epsilon, o.is_test, o.use_global_stats, fuse_relu});
+  return fuse_relu ? y : helper.Activate(y, o.act);
 }
 
 namespace {
@@ -167,23 +152,13 @@ Variable RowNorm(const std::string& type, const Variable& input, int64_t channel
                  bool shift, const ParamAttr& param_attr, const ParamAttr& bias_attr,
                  const std::string& act, AttributeMap attrs) {
   LayerHelper helper(type);
-  OpDesc op(type);
-  op.In("X", {input.name()});
+  Variable s, b;
   if (scale) {
-    op.In("Scale", {helper.CreateParameter(param_attr, {channels}, input.dtype(), false,
-                                           std::make_shared<initializer::Constant>(1.0)).name()});
+    s = helper.CreateParameter(param_attr, {channels}, input.dtype(), false,
+                               std::make_shared<initializer::Constant>(1.0));
   }
-  if (shift) {
-    op.In("Bias", {helper.CreateParameter(bias_attr, {channels}, input.dtype(), true,
-                                          std::make_shared<initializer::Constant>(0.0)).name()});
-  }
-  Variable y = helper.CreateTmp(input.dtype());
-  op.Out("Y", {y.name()})
-      .Out("Mean", {helper.CreateTmp(input.dtype(), "mean").name()})
-      .Out("Variance", {helper.CreateTmp(input.dtype(), "variance").name()});
-  for (auto& [k, v] : attrs) op.Set(k, v);
-  helper.Append(std::move(op));
-  return helper.Activate(y, act);
+  if (shift) b = ChannelBias(helper, bias_attr, channels, input.dtype());
+  return helper.Activate(internal::RowNormOp(helper, type, input, s, b, std::move(attrs)), act);
 }
 
 }  // namespace
