@@ -17,7 +17,7 @@ from .param_attr import ParamAttr  # noqa: F401
 from .data_feeder import DataFeeder  # noqa: F401
 from .reader import batch  # noqa: F401
 from . import (dataset, initializer, io, layers, nn, optimizer, reader, regularizer,  # noqa: F401
-               static, strategies, fluid, distributed)
+               static, strategies, fluid, distributed, vision)
 
 __version__ = "0.2.0"
 
@@ -25,4 +25,4 @@ __all__ = ["Program", "Variable", "default_main_program", "default_startup_progr
            "name_scope", "program_guard", "scope_guard", "unique_name_guard", "CPUPlace", "CUDAPlace",
            "cpu_places", "cuda_places", "is_compiled_with_cuda", "Executor", "ParamAttr", "DataFeeder",
            "batch", "dataset", "initializer", "io", "layers", "nn", "optimizer", "reader", "regularizer",
-           "static", "strategies", "fluid", "distributed", "errors"]
+           "static", "strategies", "fluid", "distributed", "vision", "errors"]

@@ -265,3 +265,7 @@ def linear_lr_warmup(learning_rate, warmup_steps: int, start_lr: float, end_lr: 
     if isinstance(learning_rate, Variable):
         return _L.linear_lr_warmup(learning_rate, int(warmup_steps), float(start_lr), float(end_lr))
     return _L.linear_lr_warmup(float(learning_rate), int(warmup_steps), float(start_lr), float(end_lr))
+
+
+# ---- convolutional networks (conv2d, pool2d, batch_norm, ...): cnn_layers.py ----
+from .cnn_layers import *  # noqa: E402,F401,F403

@@ -32,6 +32,10 @@ void BindLayers(py::module_& m);
 void BindOptimizers(py::module_& m);
 void BindIo(py::module_& m);
 void BindFleet(py::module_& m);
+// Convolutional layers (into m.layers, and m.functional) and image models
+// and data (m.vision): cnn_layers.cc, vision.cc.
+void BindCnnLayers(py::module_& m);
+void BindVision(py::module_& m);
 
 // (optimize op types, [(param, grad)]): what Python's minimize() returns.
 py::tuple MinimizeResultTuple(const optimizer::MinimizeResult& result);

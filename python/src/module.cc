@@ -23,4 +23,6 @@ PYBIND11_MODULE(_core, m) {
   flotilla::python::BindOptimizers(m);
   flotilla::python::BindIo(m);
   flotilla::python::BindFleet(m);
+  flotilla::python::BindCnnLayers(m);
+  flotilla::python::BindVision(m);
 }

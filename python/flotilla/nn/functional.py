@@ -82,3 +82,7 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index
                                       normalize: bool = False) -> Variable:
     """Per-element logistic loss."""
     return _L.sigmoid_cross_entropy_with_logits(x, label, ignore_index, normalize)
+
+
+# Convolutional networks (conv2d, max_pool2d, batch_norm, ...): cnn_functional.py.
+from .cnn_functional import *  # noqa: E402,F401,F403

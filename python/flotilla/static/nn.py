@@ -3,6 +3,7 @@
 from typing import Optional, Sequence
 
 from .. import layers as _layers
+from ..cnn_layers import batch_norm, conv2d, conv2d_transpose, group_norm, layer_norm  # noqa: F401
 from ..framework import Variable
 
 
@@ -29,4 +30,5 @@ def sparse_embedding(input: Variable, size: Sequence[int], padding_idx: Optional
     return _layers.embedding(input, size, True, True, padding_idx, param_attr, dtype)
 
 
-__all__ = ["fc", "embedding", "sparse_embedding"]
+__all__ = ["fc", "embedding", "sparse_embedding", "conv2d", "conv2d_transpose", "batch_norm", "layer_norm",
+           "group_norm"]
