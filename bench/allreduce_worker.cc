@@ -70,7 +70,7 @@ nlohmann::json PhasesJson(const std::string& op, size_t bytes, const comm::shm::
   return {{"bench", op + "_phases"},
           {"impl", "shm"},
           {"bytes", bytes},
-          {"isa", comm::KernelIsa()},
+          {"isa", comm::IsaName(comm::ActiveIsa())},
           {"steps_per_op", double(d.steps) / ops},
           {"copy_in_us", us(d.copy_in_ns)},
           {"reduce_us", us(d.reduce_ns)},

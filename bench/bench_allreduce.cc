@@ -259,7 +259,7 @@ void PrintMachine() {
   std::cout << json{{"bench", "allreduce_machine"},
                     {"cpus", std::thread::hardware_concurrency()},
                     {"load1", Load1()},
-                    {"kernel_isa", flotilla::comm::KernelIsa()},
+                    {"kernel_isa", flotilla::comm::IsaName(flotilla::comm::ActiveIsa())},
                     {"l1d_bytes", c.l1d},
                     {"l2_bytes", c.l2},
                     {"l3_bytes", c.l3},

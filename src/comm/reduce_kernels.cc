@@ -1,15 +1,14 @@
 #include "comm/reduce_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
+#include "flotilla/common/enforce.h"
+
 #if defined(__x86_64__)
 #include <emmintrin.h>
-// One clone per instruction-set level; the loader's ifunc resolver picks one.
-#define FLOTILLA_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define FLOTILLA_KERNEL
 #endif
 #define FLOTILLA_INLINE [[gnu::always_inline]] inline
 
@@ -71,16 +70,6 @@ FLOTILLA_INLINE void DivideTyped(T* p, size_t n, T d) {
   for (size_t i = 0; i < n; ++i) p[i] /= d;
 }
 
-template <typename T>
-FLOTILLA_KERNEL void ReduceIntoT(T* dst, const T* a, const T* b, size_t n, ReduceOp op) {
-  ReduceTyped(dst, a, b, n, op);
-}
-
-template <typename T>
-FLOTILLA_KERNEL void DivideByT(T* p, size_t n, T d) {
-  DivideTyped(p, n, d);
-}
-
 void StreamCopy(char* dst, const char* src, size_t bytes) {
 #if defined(__x86_64__)
   // Align the destination to 16 bytes, stream whole 64-byte lines, finish
@@ -135,7 +124,7 @@ FLOTILLA_INLINE void ReduceBlock(const ReduceArgs& r, bool via_tmp, size_t first
 
 // Two sources, one or two destinations, no division: one pass.
 template <typename T>
-FLOTILLA_KERNEL void ReduceTwoT(const ReduceArgs& r) {
+FLOTILLA_INLINE void ReduceTwo(const ReduceArgs& r) {
   auto* dst = static_cast<T*>(r.dst);
   auto* a = static_cast<const T*>(r.srcs[0]);
   auto* b = static_cast<const T*>(r.srcs[1]);
@@ -144,7 +133,7 @@ FLOTILLA_KERNEL void ReduceTwoT(const ReduceArgs& r) {
 }
 
 template <typename T>
-FLOTILLA_KERNEL void ReduceBlockedT(const ReduceArgs& r) {
+FLOTILLA_INLINE void ReduceBlocked(const ReduceArgs& r) {
   constexpr size_t kBlock = kBlockBytes / sizeof(T);
   alignas(64) T tmp[kBlock];
   // The partial result may not overwrite a source still to be read: one
@@ -156,26 +145,91 @@ FLOTILLA_KERNEL void ReduceBlockedT(const ReduceArgs& r) {
   }
 }
 
+// The entry points compiled for one instruction set: the loops above are
+// inlined into each, so the compiler vectorises them for that set.
+#define FLOTILLA_KERNEL_SET(NAME, TARGET)                                               \
+  struct NAME {                                                                       \
+    template <typename T>                                                             \
+    TARGET static void Reduce(T* dst, const T* a, const T* b, size_t n, ReduceOp op) { \
+      ReduceTyped(dst, a, b, n, op);                                                  \
+    }                                                                                 \
+    template <typename T>                                                             \
+    TARGET static void Divide(T* p, size_t n, T d) {                                  \
+      DivideTyped(p, n, d);                                                           \
+    }                                                                                 \
+    template <typename T>                                                             \
+    TARGET static void Two(const ReduceArgs& r) {                                     \
+      ReduceTwo<T>(r);                                                                \
+    }                                                                                 \
+    template <typename T>                                                             \
+    TARGET static void Blocked(const ReduceArgs& r) {                                 \
+      ReduceBlocked<T>(r);                                                            \
+    }                                                                                 \
+  };
+
+FLOTILLA_KERNEL_SET(BaselineKernels, )
+#if defined(__x86_64__)
+FLOTILLA_KERNEL_SET(Avx2Kernels, __attribute__((target("avx2"))))
+FLOTILLA_KERNEL_SET(Avx512Kernels, __attribute__((target("avx512f"))))
+#endif
+
+bool CpuRuns(Isa isa) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();  // libgcc also checks that the OS saves the registers
+  if (isa == Isa::kAvx512) return __builtin_cpu_supports("avx512f");
+  if (isa == Isa::kAvx2) return __builtin_cpu_supports("avx2");
+#endif
+  return isa == Isa::kBaseline;
+}
+
+std::atomic<Isa>& Active() {
+  static std::atomic<Isa> active{SupportedIsas().back()};
+  return active;
+}
+
+// Calls fn.template operator()<Kernels>() with the active set's kernels.
+template <typename Fn>
+void WithKernels(Fn&& fn) {
+  switch (Active().load(std::memory_order_relaxed)) {
+#if defined(__x86_64__)
+    case Isa::kAvx512:
+      return fn.template operator()<Avx512Kernels>();
+    case Isa::kAvx2:
+      return fn.template operator()<Avx2Kernels>();
+#endif
+    default:
+      return fn.template operator()<BaselineKernels>();
+  }
+}
+
 }  // namespace
 
 void ReduceInto(void* dst, const void* a, const void* b, size_t count, DType dtype, ReduceOp op) {
   VisitDType(dtype, [&]<typename T>() {
-    ReduceIntoT(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count,
-                op);
+    WithKernels([&]<typename K>() {
+      K::template Reduce<T>(static_cast<T*>(dst), static_cast<const T*>(a),
+                            static_cast<const T*>(b), count, op);
+    });
   });
 }
 
 void DivideBy(void* data, size_t count, DType dtype, int divisor) {
   if (divisor == 1) return;
   VisitDType(dtype, [&]<typename T>() {
-    DivideByT(static_cast<T*>(data), count, static_cast<T>(divisor));
+    WithKernels([&]<typename K>() {
+      K::template Divide<T>(static_cast<T*>(data), count, static_cast<T>(divisor));
+    });
   });
 }
 
 void ReduceMany(const ReduceArgs& args) {
   if (args.count == 0) return;
   const bool two = args.nsrc == 2 && !args.stream && args.op != ReduceOp::kAvg;
-  VisitDType(args.dtype, [&]<typename T>() { two ? ReduceTwoT<T>(args) : ReduceBlockedT<T>(args); });
+  VisitDType(args.dtype, [&]<typename T>() {
+    WithKernels([&]<typename K>() {
+      two ? K::template Two<T>(args) : K::template Blocked<T>(args);
+    });
+  });
   if (args.stream) StoreFence();
 }
 
@@ -188,13 +242,32 @@ void CopyBytes(void* dst, const void* src, size_t bytes, bool stream) {
   StoreFence();
 }
 
-const char* KernelIsa() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return "avx512";
-  if (__builtin_cpu_supports("avx2")) return "avx2";
-#endif
+const char* IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kBaseline:
+      break;
+  }
   return "baseline";
+}
+
+std::vector<Isa> SupportedIsas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) {
+    if (CpuRuns(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+Isa ActiveIsa() { return Active().load(std::memory_order_relaxed); }
+
+void UseIsa(Isa isa) {
+  FLOTILLA_ENFORCE(CpuRuns(isa), "reduction kernels: this CPU cannot run the ", IsaName(isa),
+                   " instruction set (it runs ", IsaName(SupportedIsas().back()), " at most)");
+  Active().store(isa, std::memory_order_relaxed);
 }
 
 }  // namespace flotilla::comm

@@ -1,14 +1,16 @@
 // Element-wise reduction and copy kernels on raw buffers, dispatched on DType.
 //
 // The loops are compiled for several instruction sets (AVX-512, AVX2 and the
-// x86-64 baseline; GCC function multi-versioning) and the best one the CPU
-// supports is picked when the program loads, so release builds need no
-// -march=native. Buffers need no particular alignment. Every result is
-// computed element by element in a fixed order, so it is bit-identical on
-// any machine and whatever vector width was picked.
+// x86-64 baseline on x86-64; the architecture's baseline elsewhere) and the
+// best one the CPU supports is picked when the program loads, so release
+// builds need no -march=native. UseIsa switches to another one this CPU
+// supports (tests compare them all). Buffers need no particular alignment.
+// Every result is computed element by element in a fixed order, so it is
+// bit-identical on any machine and whatever vector width runs it.
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "flotilla/comm/types.h"
 #include "flotilla/core/dtype.h"
@@ -46,8 +48,19 @@ void ReduceMany(const ReduceArgs& args);
 // follows streamed stores).
 void CopyBytes(void* dst, const void* src, size_t bytes, bool stream);
 
-// The instruction set the kernels run with on this CPU: "avx512", "avx2" or
-// "baseline".
-const char* KernelIsa();
+// The instruction sets the kernels are compiled for, widest last.
+enum class Isa { kBaseline, kAvx2, kAvx512 };
+
+// "baseline", "avx2" or "avx512".
+const char* IsaName(Isa isa);
+// The instruction sets this CPU (and its OS) can run, baseline first.
+std::vector<Isa> SupportedIsas();
+// The instruction set the kernels run with now: the widest supported one
+// unless UseIsa chose another.
+Isa ActiveIsa();
+// Runs the kernels with `isa` from now on, in every thread (calls already
+// running finish with the old one). Throws InvalidArgument naming the
+// instruction set when this CPU cannot run it.
+void UseIsa(Isa isa);
 
 }  // namespace flotilla::comm

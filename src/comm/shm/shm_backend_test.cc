@@ -1,7 +1,7 @@
 // The shm backend's own grid, threads as ranks: every collective at sizes
 // around the flag-round limit, the pipeline's chunk and ring boundaries and
 // uneven regions; results equal to a rank-order reference and bit-identical
-// on every rank; buffers at odd addresses; kernels against scalar loops.
+// on every rank; buffers at odd addresses.
 #include "comm/shm/shm_backend.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +10,6 @@
 #include <random>
 #include <thread>
 
-#include "comm/reduce_kernels.h"
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/common/error.h"
 
@@ -178,44 +177,6 @@ TEST(ShmBackend, ParkedWaiterWakesAndLateRankIsNamed) {
     EXPECT_NE(std::string(e.what()).find("ranks [1]"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
-}
-
-TEST(ReduceKernels, ManySourcesMatchScalarLoops) {
-  for (size_t count : {size_t(0), size_t(1), size_t(15), size_t(1027), size_t(70001)}) {
-    std::vector<std::vector<float>> src;
-    std::vector<const void*> ptrs;
-    for (int s = 0; s < 4; ++s) src.push_back(Input(s, count));
-    for (auto& v : src) ptrs.push_back(v.data());
-    for (bool stream : {false, true}) {
-      std::vector<float> dst(count + 1), dst2(count + 1);
-      ReduceMany({dst.data() + 1, dst2.data(), ptrs.data(), 4, count, DType::kFloat32,
-                  ReduceOp::kAvg, 4, stream});
-      for (size_t i = 0; i < count; ++i) {
-        float want = (((src[0][i] + src[1][i]) + src[2][i]) + src[3][i]) / 4.0f;
-        ASSERT_EQ(dst[i + 1], want) << i;
-        ASSERT_EQ(dst2[i], want) << i;
-      }
-    }
-    // Two sources into two destinations, in place on the second (one pass).
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
-      std::vector<float> b = src[1], out2(count);
-      const void* two[] = {src[0].data(), b.data()};
-      ReduceMany({b.data(), out2.data(), two, 2, count, DType::kFloat32, op, 2, false});
-      for (size_t i = 0; i < count; ++i) {
-        float want = op == ReduceOp::kSum ? src[0][i] + src[1][i] : std::min(src[0][i], src[1][i]);
-        ASSERT_EQ(b[i], want) << i;
-        ASSERT_EQ(out2[i], want) << i;
-      }
-    }
-    // In place on a later source.
-    std::vector<float> a = src[0], c = src[2];
-    const void* in_place[] = {a.data(), src[1].data(), c.data()};
-    ReduceMany({c.data(), nullptr, in_place, 3, count, DType::kFloat32, ReduceOp::kMax, 1, false});
-    for (size_t i = 0; i < count; ++i) {
-      ASSERT_EQ(c[i], std::max(std::max(src[0][i], src[1][i]), src[2][i]));
-    }
-  }
-  EXPECT_STRNE(KernelIsa(), "");
 }
 
 }  // namespace
