@@ -1,12 +1,15 @@
 // Ranks as separate processes on loopback: every backend end to end, a rank
-// killed mid-allreduce, a rank that never arrives.
+// killed mid-allreduce, a rank that never arrives; a killed process counts as
+// dead from the moment its peers see its connections close.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <thread>
 
+#include "comm/rendezvous.h"
 #include "comm_test_util.h"
 #include "flotilla/comm/tcp_store.h"
 
@@ -110,6 +113,38 @@ TEST_F(MultiProcess, MissingRankIsNamedAtTimeout) {
     EXPECT_EQ(p.exit_code, 3) << out;
     EXPECT_NE(out.find("DeadlineExceeded"), std::string::npos) << out;
     EXPECT_NE(out.find("ranks [2]"), std::string::npos) << out;
+  }
+}
+
+// The error naming a dead peer is written when a connection to it closes. A
+// killed process closes its files before it turns zombie, so it must count
+// as dead in that window too (a few percent of kills land there).
+TEST(ProcessIsDead, KilledProcessIsDeadOnceItsConnectionsClose) {
+  for (int i = 0; i < 300; ++i) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(sv[0]);
+      std::thread idle([] {  // a second thread, as in a rank
+        for (;;) pause();
+      });
+      char c = 1;
+      (void)!write(sv[1], &c, 1);
+      for (;;) pause();
+    }
+    close(sv[1]);
+    char c = 0;
+    ASSERT_EQ(read(sv[0], &c, 1), 1);
+    EXPECT_FALSE(ProcessIsDead(pid)) << "a running process";
+    kill(pid, SIGKILL);
+    EXPECT_EQ(read(sv[0], &c, 1), 0);  // the child's end closed
+    const bool dead = ProcessIsDead(pid);
+    close(sv[0]);
+    waitpid(pid, nullptr, 0);
+    ASSERT_TRUE(dead) << "kill " << i << ": connection closed, process not reported dead";
+    EXPECT_TRUE(ProcessIsDead(pid)) << "a reaped process";
   }
 }
 

@@ -280,33 +280,59 @@ TEST(ProcessGroupFailure, MissingRankIsNamedAtJoin) {
   }
 }
 
+// Groups of `n` ranks whose ops time out after `timeout`. Forming a group
+// runs under the same timeout; on a loaded machine a formation that times
+// out is retried on a fresh store (what is under test is the op).
+std::vector<std::unique_ptr<ProcessGroup>> MakeGroupsWithTimeout(int n, const std::string& backend,
+                                                                 std::chrono::milliseconds timeout) {
+  for (int attempt = 1;; ++attempt) {
+    auto store = std::make_shared<HashStore>();
+    std::vector<std::unique_ptr<ProcessGroup>> groups(n);
+    try {
+      RunRanks(n, [&](int r) {
+        ProcessGroupOptions o;
+        o.backend = backend;
+        o.timeout = timeout;
+        groups[r] = NewProcessGroup(store, r, n, o);
+      });
+      return groups;
+    } catch (const DeadlineExceeded&) {
+      if (attempt == 5) throw;
+    }
+  }
+}
+
 TEST(ProcessGroupFailure, RankSkippingAnOpIsNamed) {
   for (std::string backend : {"shm", "gloo"}) {
-    auto store = std::make_shared<HashStore>();
-    std::vector<std::unique_ptr<ProcessGroup>> groups(3);
-    RunRanks(3, [&](int r) {
-      ProcessGroupOptions o;
-      o.backend = backend;
-      o.timeout = 500ms;
-      groups[r] = NewProcessGroup(store, r, 3, o);
-    });
-    std::string msg;
-    // Rank 1 waits on rank 2 (the ring / the flags), rank 2 does nothing.
+    auto groups = MakeGroupsWithTimeout(3, backend, 500ms);
+    std::vector<std::string> msgs(2);
+    // Ranks 0 and 1 wait on rank 2 (the ring / the flags), rank 2 does nothing.
     RunRanks(2, [&](int r) {
       std::vector<float> data(100, 1.0f);
       try {
         groups[r]->allreduce(data.data(), data.size(), DType::kFloat32, ReduceOp::kSum);
         ADD_FAILURE() << backend << " allreduce completed without rank 2";
       } catch (const DeadlineExceeded& e) {
-        if (r == 0) msg = e.what();
+        msgs[r] = e.what();
       } catch (const Unavailable& e) {
-        if (r == 0) msg = e.what();
+        msgs[r] = e.what();
       }
     });
+    for (int r = 0; r < 2; ++r) EXPECT_FALSE(msgs[r].empty()) << backend << " rank " << r;
     if (backend == "shm") {
-      EXPECT_NE(msg.find("ranks [2]"), std::string::npos) << msg;
+      // The later of ranks 0 and 1 finds the earlier one arrived and names
+      // rank 2 alone; the earlier one names rank 2, and also the other when
+      // a loaded machine kept it away for the whole timeout.
+      EXPECT_TRUE(msgs[0].find("ranks [2]") != std::string::npos ||
+                  msgs[1].find("ranks [2]") != std::string::npos)
+          << msgs[0] << "\n" << msgs[1];
+      EXPECT_TRUE(msgs[0].find("ranks [2]") != std::string::npos ||
+                  msgs[0].find("ranks [1, 2]") != std::string::npos)
+          << msgs[0];
+      EXPECT_TRUE(msgs[1].find("ranks [2]") != std::string::npos ||
+                  msgs[1].find("ranks [0, 2]") != std::string::npos)
+          << msgs[1];
     }
-    EXPECT_FALSE(msg.empty()) << backend;
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <sstream>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
@@ -87,8 +88,16 @@ bool ProcessIsDead(int64_t pid) {
   if (!std::getline(stat, line)) return false;
   auto paren = line.rfind(')');
   if (paren == std::string::npos || paren + 2 >= line.size()) return false;
-  char state = line[paren + 2];
-  return state == 'Z' || state == 'X';
+  // After "(comm) ": state ppid pgrp session tty_nr tpgid flags.
+  std::istringstream fields(line.substr(paren + 2));
+  char state = 0;
+  int64_t skip = 0;
+  uint64_t flags = 0;
+  fields >> state >> skip >> skip >> skip >> skip >> skip >> flags;
+  // A killed process closes its files (its peers see their connections
+  // close) before it turns zombie; it is already marked as exiting then.
+  constexpr uint64_t kExiting = 0x4;  // PF_EXITING
+  return state == 'Z' || state == 'X' || (fields && (flags & kExiting));
 }
 
 std::string LocalHostname() {

@@ -27,7 +27,8 @@ std::vector<PeerInfo> Rendezvous(Store& store, int rank, int size, const std::st
                                  std::chrono::milliseconds timeout,
                                  std::chrono::milliseconds stall_after);
 
-// True when `pid` names a process that has exited (or is a zombie).
+// True when `pid` names a process that has exited, is a zombie, or is
+// exiting (killed: its files may already be closed).
 bool ProcessIsDead(int64_t pid);
 
 // "[1, 3]"
