@@ -19,6 +19,10 @@ average) and the comparison
 ``{"bench":"python_step","model":"mlp","overhead":"python/cpp","value":1.01,
 "goal":"<= 1.03","met":true}`` on wall time, and the same on CPU time
 (``python_step_cpu``: the machine is shared, CPU time is the steadier clock).
+For the mlp, PyTorch 1.13 eager on the same model runs in the same rotation:
+``{"bench":"python_train_step","model":"mlp","ratio":"flotilla/pytorch",...,
+"goal":">= 1.0"}`` (Flotilla driven from Python against PyTorch driven from
+Python; > 1: Flotilla faster).
 """
 
 import os
@@ -33,7 +37,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
-from typing import Callable, Dict, List, Tuple  # noqa: E402
+from typing import Callable, Dict, List, Optional, Tuple  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -161,21 +165,49 @@ class CppSide:
         self.proc.wait(timeout=60)
 
 
+class TorchSide:
+    """Seed 001's mlp in PyTorch 1.13 eager, one thread (bench/baselines/torch_mlp.py),
+    a fresh process per run; None when python3-torch is missing."""
+
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baselines", "torch_mlp.py")
+
+    def __init__(self, case: Case):
+        self.case = case
+        self.available = self.run(1) is not None
+
+    def run(self, steps: int) -> Optional[Dict[str, float]]:
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        done = subprocess.run([sys.executable, self.SCRIPT, "--steps", str(steps), "--repeats", "1", "--warmup", "3",
+                               "--batch_size", str(self.case.batch)], capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            return None
+        r = json.loads(done.stdout.splitlines()[0])
+        return {"steps": steps, "wall_ms": steps / r["steps_per_sec"] * 1e3, "cpu_ms": r["cpu_ms_per_step"] * steps}
+
+
 def emit(record: Dict) -> None:
     print(json.dumps(record, sort_keys=True, separators=(",", ":")), flush=True)
 
 
-def compare(case: Case, peer: str, repeats: int, warmup: int) -> bool:
-    """Alternates the two sides `repeats` times; prints the lines; True when
-    both ended on the same loss."""
+def compare(case: Case, peer: str, repeats: int, warmup: int, torch: bool) -> bool:
+    """Alternates the sides (Python, C++ and, for the mlp, PyTorch eager)
+    `repeats` times; prints the lines; True when Python and C++ ended on the
+    same loss."""
     with tempfile.TemporaryDirectory(prefix="bench_python.") as workdir:
         py, cpp = PythonSide(case), CppSide(case, peer, workdir)
+        sides = [("python", py), ("cpp", cpp)]
+        if case.name == "mlp" and torch:
+            eager = TorchSide(case)
+            if eager.available:
+                sides.append(("pytorch", eager))
+            else:
+                emit({"bench": "python_train_step", "model": case.name, "impl": "pytorch",
+                      "skipped": "python3-torch not available (scripts/install-deps.sh --bench)"})
         try:
             py.run(warmup), cpp.run(warmup)
-            runs: Dict[str, List[Dict[str, float]]] = {"python": [], "cpp": []}
+            runs: Dict[str, List[Dict[str, float]]] = {side: [] for side, _ in sides}
             for r in range(repeats):
-                order = (("python", py), ("cpp", cpp)) if r % 2 == 0 else (("cpp", cpp), ("python", py))
-                for side, runner in order:
+                for side, runner in (sides if r % 2 == 0 else sides[::-1]):
                     runs[side].append(runner.run(case.steps))
         finally:
             cpp.close()
@@ -194,6 +226,14 @@ def compare(case: Case, peer: str, repeats: int, warmup: int) -> bool:
         value = per_step["python"][clock] / per_step["cpp"][clock]
         emit({"bench": bench, "model": case.name, "overhead": "python/cpp", "value": value,
               "goal": f"<= {GOAL}", "met": value <= GOAL})
+    if "pytorch" in per_step:
+        emit({"bench": "python_train_step", "model": case.name, "impl": "pytorch", "batch": case.batch, "threads": 1,
+              "pytorch_ms_per_step": per_step["pytorch"]["wall_ms"],
+              "pytorch_cpu_ms_per_step": per_step["pytorch"]["cpu_ms"]})
+        for bench, clock in (("python_train_step", "wall_ms"), ("python_train_step_cpu", "cpu_ms")):
+            value = per_step["pytorch"][clock] / per_step["python"][clock]
+            emit({"bench": bench, "model": case.name, "ratio": "flotilla/pytorch", "value": value,
+                  "goal": ">= 1.0", "met": value >= 1.0})
     if not same:
         print(f"bench_python: {case.name}: the sides ended on different losses ({loss_py} from Python, "
               f"{loss_cpp} from C++): they did not run the same program", file=sys.stderr)
@@ -214,6 +254,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=3, help="untimed steps per side first")
     p.add_argument("--steps_scale", type=float, default=1.0, help="multiplies each model's steps per run")
     p.add_argument("--peer", default=default_peer(), help="the bench_python_peer binary")
+    p.add_argument("--no-torch", dest="torch", action="store_false",
+                   help="skip the mlp's PyTorch 1.13 eager peer (bench/baselines/torch_mlp.py)")
     args = p.parse_args(argv)
     unknown = [m for m in args.models.split(",") if m not in MODELS]
     if unknown:
@@ -227,7 +269,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 def main(argv: List[str]) -> int:
     args = parse_args(argv)
-    same = [compare(build(m, args.steps_scale), args.peer, args.repeats, args.warmup)
+    same = [compare(build(m, args.steps_scale), args.peer, args.repeats, args.warmup, args.torch)
             for m in args.models.split(",")]
     return 0 if all(same) else 1
 
