@@ -24,7 +24,8 @@ std::vector<std::string> TailLines(const std::string& path, size_t n, size_t max
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return {};
   const std::streamoff size = in.tellg();
-  const std::streamoff from = std::max<std::streamoff>(0, size - static_cast<std::streamoff>(max_bytes));
+  const std::streamoff from =
+      std::max<std::streamoff>(0, size - static_cast<std::streamoff>(max_bytes));
   in.seekg(from);
   std::string text(static_cast<size_t>(size - from), '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
@@ -45,7 +46,14 @@ std::vector<std::string> TailLines(const std::string& path, size_t n, size_t max
 
 json Num(double v) { return json(v); }
 
-double Get(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0; }
+double Get(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0;
+}
+
+// A figure in milliseconds, or null when the snapshot lacks it.
+json Ms(const json& j, const char* key) {
+  return j.contains(key) ? Num(Get(j, key) * 1000) : json(nullptr);
+}
 
 // Sum over the entries of a {name: [count, sum, ...]} map.
 std::pair<double, double> CountSum(const json& j, const char* key) {
@@ -75,8 +83,8 @@ json Series(const std::vector<json>& snaps) {
     const double steps = Get(b, "step_count") - Get(a, "step_count");
     s["step_ms"].push_back(steps > 0 ? Num((Get(b, "step_sum") - Get(a, "step_sum")) / steps * 1000)
                                      : json(nullptr));
-    s["compute_ms"].push_back(b.contains("compute_s") ? Num(Get(b, "compute_s") * 1000) : json(nullptr));
-    s["comm_ms"].push_back(b.contains("comm_s") ? Num(Get(b, "comm_s") * 1000) : json(nullptr));
+    s["compute_ms"].push_back(Ms(b, "compute_s"));
+    s["comm_ms"].push_back(Ms(b, "comm_s"));
     const auto [c0, s0] = CountSum(a, "rpc");
     const auto [c1, s1] = CountSum(b, "rpc");
     s["rpc_ms"].push_back(c1 > c0 ? Num((s1 - s0) / (c1 - c0) * 1000) : json(nullptr));

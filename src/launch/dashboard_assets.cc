@@ -23,7 +23,8 @@ std::string_view DashboardPage() {
 }
 
 std::string_view ChartJs() {
-  return {flotilla_chart_js_begin, static_cast<size_t>(flotilla_chart_js_end - flotilla_chart_js_begin)};
+  return {flotilla_chart_js_begin,
+          static_cast<size_t>(flotilla_chart_js_end - flotilla_chart_js_begin)};
 }
 
 }  // namespace flotilla::launch

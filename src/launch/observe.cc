@@ -26,6 +26,7 @@
 #include "flotilla/trace/timeline_merge.h"
 #include "flotilla/trace/trace.h"
 #include "launch/dashboard.h"
+#include "trace/settings.h"
 
 namespace flotilla::launch {
 
@@ -80,15 +81,9 @@ void ClearLauncherTraceEnv() {
 
 JobObserver::JobObserver(const LaunchOptions& options)
     : options_(options), log_dir_(fs::absolute(options.log_dir).lexically_normal().string()) {
-  if (!options_.timeline_steps.empty()) {
-    const std::string steps = options_.timeline_steps;
-    const size_t dash = steps.find('-');
-    const int64_t first = ParseInt(steps.substr(0, dash), "--timeline_steps (expected FIRST-LAST)");
-    const int64_t last = dash == std::string::npos
-                             ? first
-                             : ParseInt(steps.substr(dash + 1), "--timeline_steps (expected FIRST-LAST)");
-    FLOTILLA_ENFORCE(first >= 0 && last >= first, "--timeline_steps '", steps,
-                     "' must be FIRST-LAST with 0 <= FIRST <= LAST");
+  if (!options_.timeline_steps.empty()) {  // checked here, before any process starts
+    int64_t first = 0, last = 0;
+    trace::Settings::ParseSteps(options_.timeline_steps, &first, &last);
   }
   FLOTILLA_ENFORCE(options_.timeline_max_mb >= 0, "--timeline_max_mb must be >= 0, got ",
                    options_.timeline_max_mb);
@@ -287,7 +282,8 @@ void JobObserver::Finish() {
   if (options_.timeline.empty() || !timeline_started_) return;
   trace::StopTimeline();
   try {
-    const auto stats = trace::MergeTimelines(trace::TimelineFiles(timeline_dir()), options_.timeline);
+    const auto stats =
+        trace::MergeTimelines(trace::TimelineFiles(timeline_dir()), options_.timeline);
     std::cerr << "flotilla launch: timeline " << options_.timeline << " (" << stats.processes
               << " processes, " << stats.events << " events, " << stats.flows
               << " collectives linked, clock error <= " << stats.max_clock_error_ns / 1000

@@ -16,7 +16,9 @@ std::set<const PsServer::State*> watched;  // guarded by mu
 void Collect(trace::MetricsRegistry&) {
   std::lock_guard<std::mutex> lock(mu);
   for (const PsServer::State* s : watched) {
-    for (const auto& [name, table] : s->sparse) trace::SetTableRows(trace::Intern(name), table->size());
+    for (const auto& [name, table] : s->sparse) {
+      trace::SetTableRows(trace::Intern(name), table->size());
+    }
   }
 }
 }  // namespace

@@ -122,16 +122,18 @@ void FindMismatch(const std::map<int, RankView>& ranks, Diagnosis& out) {
   for (const auto& [seq, entries] : at) {
     std::vector<std::pair<const DumpedRecord*, std::vector<int>>> kinds;
     for (const auto& [rank, r] : entries) {
-      auto it = std::find_if(kinds.begin(), kinds.end(), [&](auto& k) { return Same(*k.first, *r); });
+      auto it = std::find_if(kinds.begin(), kinds.end(),
+                             [&](auto& k) { return Same(*k.first, *r); });
       if (it == kinds.end()) kinds.push_back({r, {rank}});
       else it->second.push_back(rank);
     }
     if (kinds.size() < 2) continue;
-    std::sort(kinds.begin(), kinds.end(), [](auto& a, auto& b) { return a.second.size() > b.second.size(); });
+    std::sort(kinds.begin(), kinds.end(),
+              [](auto& a, auto& b) { return a.second.size() > b.second.size(); });
     std::vector<std::string> parts;
     for (const auto& [r, rs] : kinds) parts.push_back(StrCat(Who("rank", rs), " ran ", Issued(*r)));
-    out.findings.push_back(StrCat("the ranks disagree on collective #", seq, ": ", Join(parts, "; "),
-                                  " — ", Who("rank", kinds.back().second),
+    out.findings.push_back(StrCat("the ranks disagree on collective #", seq, ": ",
+                                  Join(parts, "; "), " — ", Who("rank", kinds.back().second),
                                   " skipped, added or reordered a collective before it"));
     return;
   }
@@ -269,7 +271,9 @@ Diagnosis Diagnose(const std::string& log_dir) {
   DiagnoseExits(in, d);
   Details(in, d);
   d.notes = in.notes;
-  if (in.dumps.empty() && d.notes.empty()) d.notes.push_back("no flight-recorder dumps in " + log_dir);
+  if (in.dumps.empty() && d.notes.empty()) {
+    d.notes.push_back("no flight-recorder dumps in " + log_dir);
+  }
   return d;
 }
 

@@ -95,7 +95,9 @@ ProcessDump ParseDump(const std::string& text) {
   d.op_since_ns = j.value("op_since_ns", int64_t{0});
   d.step = j.value("step", int64_t{0});
   d.in_op = j.value("in_op", false);
-  for (const auto& r : j.value("records", nlohmann::json::array())) d.records.push_back(ParseRecord(r));
+  for (const auto& r : j.value("records", nlohmann::json::array())) {
+    d.records.push_back(ParseRecord(r));
+  }
   return d;
 }
 

@@ -1,6 +1,7 @@
 #include "trace/metrics_snapshot.h"
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "flotilla/common/file_util.h"
@@ -42,31 +43,46 @@ std::string Pending() {
 
 }  // namespace
 
+// Plain figures: metric -> key of the line.
+const std::map<std::string, const char*>& PlainKeys() {
+  static const std::map<std::string, const char*> keys = {
+      {"flotilla_steps_total", "steps"},         {"flotilla_samples_total", "samples"},
+      {"flotilla_loss", "loss"},                 {"flotilla_step_compute_seconds", "compute_s"},
+      {"flotilla_step_comm_seconds", "comm_s"},  {"process_resident_memory_bytes", "rss"},
+      {"flotilla_step_seconds_count", "step_count"}, {"flotilla_step_seconds_sum", "step_sum"}};
+  return keys;
+}
+
+// Figures by label: metric -> (group of the line, label, index in its triple).
+struct Grouped {
+  const char* group;
+  const char* label;
+  size_t index;
+};
+const std::map<std::string, Grouped>& GroupedKeys() {
+  static const std::map<std::string, Grouped> keys = {
+      {"flotilla_collective_seconds_count", {"coll", "kind", 0}},
+      {"flotilla_collective_seconds_sum", {"coll", "kind", 1}},
+      {"flotilla_collective_bytes_total", {"coll", "kind", 2}},
+      {"flotilla_rpc_seconds_count", {"rpc", "method", 0}},
+      {"flotilla_rpc_seconds_sum", {"rpc", "method", 1}},
+      {"flotilla_rpc_served_seconds_count", {"served", "method", 0}},
+      {"flotilla_rpc_served_seconds_sum", {"served", "method", 1}}};
+  return keys;
+}
+
 std::string MetricsSnapshotLine() {
-  nlohmann::json j = {{"t", WallNs() / 1000000}, {"label", Self().label}, {"step", Step()}};
-  nlohmann::json coll = nlohmann::json::object(), rpc = nlohmann::json::object(),
-                 served = nlohmann::json::object();
+  nlohmann::json j = {{"t", WallNs() / 1000000}, {"label", Self().label}, {"step", Step()},
+                      {"coll", nlohmann::json::object()}, {"rpc", nlohmann::json::object()},
+                      {"served", nlohmann::json::object()}};
   MetricsRegistry::Global().ForEach(
       [&](const std::string& name, const Labels& labels, const char*, double v) {
-        if (name == "flotilla_steps_total") j["steps"] = v;
-        else if (name == "flotilla_samples_total") j["samples"] = v;
-        else if (name == "flotilla_loss") j["loss"] = v;
-        else if (name == "flotilla_step_compute_seconds") j["compute_s"] = v;
-        else if (name == "flotilla_step_comm_seconds") j["comm_s"] = v;
-        else if (name == "process_resident_memory_bytes") j["rss"] = v;
-        else if (name == "flotilla_step_seconds_count") j["step_count"] = v;
-        else if (name == "flotilla_step_seconds_sum") j["step_sum"] = v;
-        else if (name == "flotilla_collective_seconds_count") AddTo(coll, LabelValue(labels, "kind"), 0, v);
-        else if (name == "flotilla_collective_seconds_sum") AddTo(coll, LabelValue(labels, "kind"), 1, v);
-        else if (name == "flotilla_collective_bytes_total") AddTo(coll, LabelValue(labels, "kind"), 2, v);
-        else if (name == "flotilla_rpc_seconds_count") AddTo(rpc, LabelValue(labels, "method"), 0, v);
-        else if (name == "flotilla_rpc_seconds_sum") AddTo(rpc, LabelValue(labels, "method"), 1, v);
-        else if (name == "flotilla_rpc_served_seconds_count") AddTo(served, LabelValue(labels, "method"), 0, v);
-        else if (name == "flotilla_rpc_served_seconds_sum") AddTo(served, LabelValue(labels, "method"), 1, v);
+        if (auto plain = PlainKeys().find(name); plain != PlainKeys().end()) {
+          j[plain->second] = v;
+        } else if (auto g = GroupedKeys().find(name); g != GroupedKeys().end()) {
+          AddTo(j[g->second.group], LabelValue(labels, g->second.label), g->second.index, v);
+        }
       });
-  j["coll"] = std::move(coll);
-  j["rpc"] = std::move(rpc);
-  j["served"] = std::move(served);
   const std::string pending = Pending();
   j["pending"] = pending.empty() ? nlohmann::json(nullptr) : nlohmann::json(pending);
   const Activity a = CurrentActivity();

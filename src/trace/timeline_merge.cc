@@ -104,7 +104,8 @@ int64_t LinkCollectives(std::vector<json>& events, std::vector<json>& extra) {
       json child = {{"ph", "X"}, {"cat", "collective"}, {"pid", e["pid"]}, {"tid", e["tid"]}};
       if (moving_from > s.start) {
         json wait = child;
-        wait.update({{"name", "waiting for ranks"}, {"ts", s.start}, {"dur", moving_from - s.start}});
+        wait.update(
+            {{"name", "waiting for ranks"}, {"ts", s.start}, {"dur", moving_from - s.start}});
         extra.push_back(std::move(wait));
       }
       child.update({{"name", "transfer"}, {"ts", moving_from}, {"dur", s.end - moving_from}});
@@ -159,7 +160,8 @@ MergeStats MergeTimelines(const std::vector<std::string>& inputs, const std::str
       if (e.contains("ts")) e["ts"] = e["ts"].get<double>() + shift_us;
       events.push_back(std::move(e));
     }
-    clock[p.info.label] = {{"offset_ns", p.offset_ns}, {"error_ns", p.error_ns}, {"os_pid", p.os_pid}};
+    clock[p.info.label] = {
+        {"offset_ns", p.offset_ns}, {"error_ns", p.error_ns}, {"os_pid", p.os_pid}};
     stats.max_clock_error_ns = std::max(stats.max_clock_error_ns, p.error_ns);
     ++stats.processes;
   }

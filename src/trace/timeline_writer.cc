@@ -154,7 +154,9 @@ void TimelineWriter::WriteNames() {
   };
   for (const auto& b : BufferRegistry::Get().All()) {
     std::string name = b->name();
-    if (name.empty()) name = b->os_tid() == self_.pid ? "main" : "thread " + std::to_string(b->os_tid());
+    if (name.empty()) {
+      name = b->os_tid() == self_.pid ? "main" : "thread " + std::to_string(b->os_tid());
+    }
     name_row(b->thread_index(), name);
   }
   for (const auto& t : AllTracks()) name_row(t.id, t.name);

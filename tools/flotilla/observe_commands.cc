@@ -27,26 +27,29 @@ struct ObserveArgs {
   std::vector<std::string> inputs;
 };
 
+// Prints "flotilla NAME: DIR is not a directory ..." unless it is one.
+bool IsLogDir(const std::string& dir, const char* name) {
+  if (fs::is_directory(dir)) return true;
+  std::cerr << "flotilla " << name << ": " << dir
+            << " is not a directory (expected a job's --log_dir)\n";
+  return false;
+}
+
 int Doctor(const ObserveArgs& a) {
-  if (!fs::is_directory(a.log_dir)) {
-    std::cerr << "flotilla doctor: " << a.log_dir << " is not a directory (expected a job's --log_dir)\n";
-    return 2;
-  }
+  if (!IsLogDir(a.log_dir, "doctor")) return 2;
   std::cout << trace::FormatDiagnosis(trace::Diagnose(fs::absolute(a.log_dir).string()));
   return 0;
 }
 
 // Serves until SIGINT/SIGTERM (blocked by main: read from a signalfd).
 int Dashboard(const ObserveArgs& a) {
-  if (!fs::is_directory(a.log_dir)) {
-    std::cerr << "flotilla dashboard: " << a.log_dir << " is not a directory (expected a job's --log_dir)\n";
-    return 2;
-  }
+  if (!IsLogDir(a.log_dir, "dashboard")) return 2;
   launch::SignalFd signals;
   trace::HttpServer http(a.host, a.port);
   launch::ServeDashboard(http, fs::absolute(a.log_dir).lexically_normal().string());
   http.Start();
-  std::cerr << "flotilla dashboard: http://" << a.host << ":" << http.port() << "/ (Ctrl-C stops)\n";
+  std::cerr << "flotilla dashboard: http://" << a.host << ":" << http.port()
+            << "/ (Ctrl-C stops)\n";
   while (true) {
     for (int sig : signals.Drain()) {
       if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) return 0;

@@ -89,7 +89,8 @@ class MetricsRegistry {
 
  private:
   struct Family;
-  Family& GetFamily(std::string_view name, std::string_view help, const char* type);  // requires mu_
+  // Requires mu_.
+  Family& GetFamily(std::string_view name, std::string_view help, const char* type);
   void Collect();
 
   std::mutex mu_;
