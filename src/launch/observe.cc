@@ -83,7 +83,7 @@ JobObserver::JobObserver(const LaunchOptions& options)
     : options_(options), log_dir_(fs::absolute(options.log_dir).lexically_normal().string()) {
   if (!options_.timeline_steps.empty()) {  // checked here, before any process starts
     int64_t first = 0, last = 0;
-    trace::Settings::ParseSteps(options_.timeline_steps, &first, &last);
+    trace::Settings::ParseSteps("--timeline_steps", options_.timeline_steps, &first, &last);
   }
   FLOTILLA_ENFORCE(options_.timeline_max_mb >= 0, "--timeline_max_mb must be >= 0, got ",
                    options_.timeline_max_mb);

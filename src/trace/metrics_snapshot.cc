@@ -1,7 +1,7 @@
 #include "trace/metrics_snapshot.h"
 
 #include <cstdio>
-#include <map>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "flotilla/common/file_util.h"
@@ -41,35 +41,43 @@ std::string Pending() {
   return StrCat(NameOf(r.kind), " to server ", r.comm, " for ", static_cast<int64_t>(secs), " s");
 }
 
-}  // namespace
+// Plain figures: metric -> key of the line. Constant tables (nothing to
+// destroy): the trace thread writes a last snapshot while the process exits.
+struct PlainKey {
+  std::string_view metric;
+  const char* key;
+};
+constexpr PlainKey kPlainKeys[] = {
+    {"flotilla_steps_total", "steps"},          {"flotilla_samples_total", "samples"},
+    {"flotilla_loss", "loss"},                  {"flotilla_step_compute_seconds", "compute_s"},
+    {"flotilla_step_comm_seconds", "comm_s"},   {"process_resident_memory_bytes", "rss"},
+    {"flotilla_step_seconds_count", "step_count"}, {"flotilla_step_seconds_sum", "step_sum"}};
 
-// Plain figures: metric -> key of the line.
-const std::map<std::string, const char*>& PlainKeys() {
-  static const std::map<std::string, const char*> keys = {
-      {"flotilla_steps_total", "steps"},         {"flotilla_samples_total", "samples"},
-      {"flotilla_loss", "loss"},                 {"flotilla_step_compute_seconds", "compute_s"},
-      {"flotilla_step_comm_seconds", "comm_s"},  {"process_resident_memory_bytes", "rss"},
-      {"flotilla_step_seconds_count", "step_count"}, {"flotilla_step_seconds_sum", "step_sum"}};
-  return keys;
-}
-
-// Figures by label: metric -> (group of the line, label, index in its triple).
-struct Grouped {
+// Figures by label: metric -> group of the line, label, index in its triple.
+struct GroupedKey {
+  std::string_view metric;
   const char* group;
   const char* label;
   size_t index;
 };
-const std::map<std::string, Grouped>& GroupedKeys() {
-  static const std::map<std::string, Grouped> keys = {
-      {"flotilla_collective_seconds_count", {"coll", "kind", 0}},
-      {"flotilla_collective_seconds_sum", {"coll", "kind", 1}},
-      {"flotilla_collective_bytes_total", {"coll", "kind", 2}},
-      {"flotilla_rpc_seconds_count", {"rpc", "method", 0}},
-      {"flotilla_rpc_seconds_sum", {"rpc", "method", 1}},
-      {"flotilla_rpc_served_seconds_count", {"served", "method", 0}},
-      {"flotilla_rpc_served_seconds_sum", {"served", "method", 1}}};
-  return keys;
+constexpr GroupedKey kGroupedKeys[] = {
+    {"flotilla_collective_seconds_count", "coll", "kind", 0},
+    {"flotilla_collective_seconds_sum", "coll", "kind", 1},
+    {"flotilla_collective_bytes_total", "coll", "kind", 2},
+    {"flotilla_rpc_seconds_count", "rpc", "method", 0},
+    {"flotilla_rpc_seconds_sum", "rpc", "method", 1},
+    {"flotilla_rpc_served_seconds_count", "served", "method", 0},
+    {"flotilla_rpc_served_seconds_sum", "served", "method", 1}};
+
+template <typename Entry, size_t N>
+const Entry* Find(const Entry (&table)[N], const std::string& metric) {
+  for (const Entry& e : table) {
+    if (e.metric == metric) return &e;
+  }
+  return nullptr;
 }
+
+}  // namespace
 
 std::string MetricsSnapshotLine() {
   nlohmann::json j = {{"t", WallNs() / 1000000}, {"label", Self().label}, {"step", Step()},
@@ -77,10 +85,10 @@ std::string MetricsSnapshotLine() {
                       {"served", nlohmann::json::object()}};
   MetricsRegistry::Global().ForEach(
       [&](const std::string& name, const Labels& labels, const char*, double v) {
-        if (auto plain = PlainKeys().find(name); plain != PlainKeys().end()) {
-          j[plain->second] = v;
-        } else if (auto g = GroupedKeys().find(name); g != GroupedKeys().end()) {
-          AddTo(j[g->second.group], LabelValue(labels, g->second.label), g->second.index, v);
+        if (const PlainKey* p = Find(kPlainKeys, name)) {
+          j[p->key] = v;
+        } else if (const GroupedKey* g = Find(kGroupedKeys, name)) {
+          AddTo(j[g->group], LabelValue(labels, g->label), g->index, v);
         }
       });
   const std::string pending = Pending();

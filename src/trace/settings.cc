@@ -15,7 +15,7 @@ Settings Load() {
   FLOTILLA_ENFORCE(max_mb >= 0, "FLOTILLA_TIMELINE_MAX_MB must be >= 0, got ", max_mb);
   s.timeline_max_bytes = max_mb << 20;
   if (auto steps = env::Get("FLOTILLA_TIMELINE_STEPS"); steps && !steps->empty()) {
-    Settings::ParseSteps(*steps, &s.first_step, &s.last_step);
+    Settings::ParseSteps("FLOTILLA_TIMELINE_STEPS", *steps, &s.first_step, &s.last_step);
   }
   const int64_t records = env::GetInt("FLOTILLA_FLIGHT_RECORDER_SIZE", 2000);
   FLOTILLA_ENFORCE(records >= 0 && records <= (1 << 24), "FLOTILLA_FLIGHT_RECORDER_SIZE must be "
@@ -43,13 +43,15 @@ const Settings& Settings::Get() {
   return settings;
 }
 
-void Settings::ParseSteps(const std::string& text, int64_t* first, int64_t* last) {
+void Settings::ParseSteps(const std::string& what, const std::string& text, int64_t* first,
+                          int64_t* last) {
   const size_t dash = text.find('-');
   const std::string a = text.substr(0, dash);
   const std::string b = dash == std::string::npos ? a : text.substr(dash + 1);
-  *first = ParseInt(a, "timeline steps '" + text + "' (expected FIRST-LAST, e.g. 100-120)");
-  *last = ParseInt(b, "timeline steps '" + text + "' (expected FIRST-LAST, e.g. 100-120)");
-  FLOTILLA_ENFORCE(*first >= 0 && *last >= *first, "timeline steps '", text,
+  const std::string expected = what + " '" + text + "' (expected FIRST-LAST, e.g. 100-120)";
+  *first = ParseInt(a, expected);
+  *last = ParseInt(b, expected);
+  FLOTILLA_ENFORCE(*first >= 0 && *last >= *first, what, " '", text,
                    "' must be FIRST-LAST with 0 <= FIRST <= LAST");
 }
 

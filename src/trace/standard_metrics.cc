@@ -26,14 +26,23 @@ double ResidentBytes() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
-// Per-key metric handles, looked up once per key.
-template <typename Key, typename Handles, typename Make>
-Handles& Cached(std::map<Key, Handles>& cache, std::mutex& mu, const Key& key, Make make) {
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make()).first;
-  return it->second;
-}
+// Per-key metric handles, looked up once per key. Allocated once and never
+// destroyed: communication threads may record while the process exits.
+template <typename Key, typename Handles>
+class HandleCache {
+ public:
+  template <typename Make>
+  Handles& Get(const Key& key, Make make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) it = map_.emplace(key, make()).first;
+    return it->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<Key, Handles> map_;
+};
 
 struct StepMetrics {
   Histogram& seconds = R().GetHistogram("flotilla_step_seconds", "Wall time of a training step",
@@ -92,9 +101,8 @@ void RecordLoss(double value) {
 }
 
 void RecordCollective(NameId kind, int64_t bytes, double seconds) {
-  static std::mutex mu;
-  static std::map<NameId, KindMetrics> cache;
-  KindMetrics& m = Cached(cache, mu, kind, [&] {
+  static auto* cache = new HandleCache<NameId, KindMetrics>();
+  KindMetrics& m = cache->Get(kind, [&] {
     const Labels l = {{"kind", NameOf(kind)}};
     return KindMetrics{
         &R().GetHistogram("flotilla_collective_seconds", "Collective latency by kind",
@@ -107,9 +115,8 @@ void RecordCollective(NameId kind, int64_t bytes, double seconds) {
 }
 
 void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool ok) {
-  static std::mutex mu;
-  static std::map<std::pair<NameId, NameId>, KindMetrics> cache;
-  KindMetrics& m = Cached(cache, mu, std::make_pair(method, table), [&] {
+  static auto* cache = new HandleCache<std::pair<NameId, NameId>, KindMetrics>();
+  KindMetrics& m = cache->Get(std::make_pair(method, table), [&] {
     return KindMetrics{
         &R().GetHistogram("flotilla_rpc_seconds", "Parameter-server call latency",
                           LatencyBuckets(), {{"method", NameOf(method)}, {"table", NameOf(table)}}),
@@ -127,9 +134,8 @@ void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool 
 }
 
 void RecordServed(NameId method, NameId table, double seconds) {
-  static std::mutex mu;
-  static std::map<std::pair<NameId, NameId>, Histogram*> cache;
-  Histogram* h = Cached(cache, mu, std::make_pair(method, table), [&] {
+  static auto* cache = new HandleCache<std::pair<NameId, NameId>, Histogram*>();
+  Histogram* h = cache->Get(std::make_pair(method, table), [&] {
     return &R().GetHistogram("flotilla_rpc_served_seconds",
                              "Time to handle a parameter-server call", LatencyBuckets(),
                              {{"method", NameOf(method)}, {"table", NameOf(table)}});
