@@ -40,7 +40,8 @@ class OpScope {
 
 // One Run: a step when this program is the one run most (the training
 // program), which then feeds the step metrics: wall time, samples (first
-// dimension of the first feed) and the time blocked on communication.
+// dimension of the first feed) and the time blocked on communication. A
+// program's first run without a feed (a startup program) is not a step.
 class RunScope {
  public:
   RunScope(int64_t run, const FeedMap& feed)
@@ -52,7 +53,8 @@ class RunScope {
     samples_ = batched ? feed.begin()->second.dims()[0] : 0;
   }
   ~RunScope() {
-    if (run_ < trace::Step()) return;  // startup, test and sub-programs
+    if (run_ < trace::Step()) return;  // test and sub-programs
+    if (run_ == 1 && samples_ == 0) return;  // startup programs
     const double secs = static_cast<double>(trace::MonoNs() - start_ns_) / 1e9;
     const double comm = static_cast<double>(trace::ThreadBlockedNs() - blocked_ns_) / 1e9;
     trace::RecordStep(secs, samples_, comm);
