@@ -29,7 +29,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_process.h"
+
 namespace {
+
+using namespace flotilla::bench;
 
 struct Args {
   std::vector<std::string> links = {"loopback", "netns_1gbit"};
@@ -75,61 +79,12 @@ struct Netns {
   }
 };
 
-struct Proc {
-  pid_t pid = -1;
-  std::string out;
-};
-
-Proc Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& out) {
-  Proc p{fork(), out};
-  if (p.pid == 0) {
-    for (const auto& e : env) putenv(strdup(e.c_str()));
-    freopen(out.c_str(), "w", stdout);
-    freopen((out + ".err").c_str(), "w", stderr);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  return p;
-}
-
-// Exit code, or -1 when it outlived the deadline (then it is killed).
-int WaitOrKill(const Proc& p, std::chrono::seconds deadline) {
-  auto until = std::chrono::steady_clock::now() + deadline;
-  int status = 0;
-  while (waitpid(p.pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > until) {
-      kill(p.pid, SIGKILL);
-      waitpid(p.pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-nlohmann::json LastJson(const std::string& path) {
-  std::ifstream in(path);
-  nlohmann::json last;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line[0] == '{') last = nlohmann::json::parse(line, nullptr, false);
-  }
-  return last;
-}
-
-std::string Dir() {
-  char tmpl[] = "/tmp/bench_ps_train.XXXXXX";
-  return mkdtemp(tmpl);
-}
-
 nlohmann::json RunMode(const Args& a, const std::string& link, const std::string& mode, const Netns* net) {
   const std::string bin = std::string(FLOTILLA_BUILD_DIR) + "/bin/wide_and_deep";
   const std::string server_ip = net ? "10.231.1.1" : "127.0.0.1";
   const int base = 23000 + static_cast<int>(getpid() % 2000) * 2;
   std::string list = server_ip + ":" + std::to_string(base) + "," + server_ip + ":" + std::to_string(base + 1);
-  std::string dir = Dir();
+  std::string dir = TempDir("bench_ps_train");
   std::vector<std::string> flags = {bin, "--mode", mode, "--train_samples", a.train_samples,
                                     "--hidden_size", a.hidden_size, "--k_steps", a.k_steps,
                                     "--test_samples", "5000", "--log_every", "1000000"};

@@ -14,7 +14,7 @@
 // Worker 0 prints the test AUC; each worker's last line is a JSON object
 //   {"role":"worker","worker":…,"mode":…,"auc":…,"bayes_auc":…,"samples_per_sec":…,"steps":…}
 // (bayes_auc: the generator's ground truth on the same test samples; null
-// for Criteo files), a server's {"role":"pserver","endpoint":…,"peak_rss_mb":…}.
+// for Criteo files), a server's {"role":"pserver","endpoint":…}.
 //
 // Large tables and CTR accessors (strategy.sparse_table_configs):
 //   --table_class ssd --memory_budget_mb 1024   rows beyond 1 GiB per server on disk
@@ -245,15 +245,6 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
   return 0;
 }
 
-// The peak resident set of this process (VmHWM), in MiB.
-double PeakRssMb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
 int Run(const Flags& f) {
   fleet::PaddleCloudRoleMaker role;  // TRAINING_ROLE etc. (flotilla launch sets them)
   fleet::init(role);
@@ -273,8 +264,7 @@ int Run(const Flags& f) {
   if (fleet::is_server()) {
     fleet::init_server(f.load_dir);
     fleet::run_server();
-    std::cout << nlohmann::json{{"role", "pserver"}, {"endpoint", role.current_endpoint()},
-                                {"peak_rss_mb", PeakRssMb()}}.dump()
+    std::cout << nlohmann::json{{"role", "pserver"}, {"endpoint", role.current_endpoint()}}.dump()
               << std::endl;
     return 0;
   }

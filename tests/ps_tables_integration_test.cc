@@ -92,7 +92,7 @@ TEST(PsTables, AdmissionAndShrinkKeepWideAndDeepsAucWithin0005) {
   EXPECT_GT(pruned["shrunk_rows"].get<int64_t>(), 0);
 }
 
-// An ssd table with an 8 MiB budget spills most rows; saved after step
+// An ssd table with a 16 MiB budget spills most rows; saved after step
 // 100 and loaded by a restarted job (skipping the samples trained on), it
 // prints the same losses as the job that went on without the restart.
 TEST(PsTables, SsdTableSavedRestartedAndLoadedContinuesTheLossCurve) {
@@ -100,7 +100,7 @@ TEST(PsTables, SsdTableSavedRestartedAndLoadedContinuesTheLossCurve) {
   const std::vector<std::string> common = {
       "--mode", "sync", "--test_samples", "2000", "--hidden_size", "32", "--optimizer", "adagrad",
       "--embedding_dim", "16", "--vocab_per_slot", "100000", "--table_class", "ssd",
-      "--memory_budget_mb", "8", "--ssd_path", run / "db", "--log_every", "10"};
+      "--memory_budget_mb", "16", "--ssd_path", run / "db", "--log_every", "10"};
   std::vector<std::string> first = common, second = common;
   first.insert(first.end(), {"--train_samples", "12800", "--save_dir", run / "save", "--save_at_step", "100"});
   second.insert(second.end(), {"--train_samples", "6400", "--load_dir", run / "save", "--skip_samples", "6400"});

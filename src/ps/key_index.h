@@ -59,6 +59,18 @@ class KeyIndex {
       if (e.key == key) return e.slot;
     }
   }
+  // Makes room for n keys without growing (no doubling spike later).
+  void Reserve(size_t n) {
+    size_t capacity = 64;
+    while (capacity < 2 * n) capacity *= 2;
+    if (capacity <= entries_.size()) return;
+    std::vector<Entry> old = std::move(entries_);
+    entries_.assign(capacity, Entry{});
+    size_ = 0;
+    for (const Entry& e : old) {
+      if (e.slot != kEmpty) FindOrInsert(e.key, e.slot);
+    }
+  }
   // Forgets every key, keeping the capacity.
   void Clear() {
     std::fill(entries_.begin(), entries_.end(), Entry{});
@@ -78,14 +90,7 @@ class KeyIndex {
     uint32_t slot = kEmpty;
   };
 
-  void Grow() {
-    std::vector<Entry> old = std::move(entries_);
-    entries_.assign(old.empty() ? 64 : old.size() * 2, Entry{});
-    size_ = 0;
-    for (const Entry& e : old) {
-      if (e.slot != kEmpty) FindOrInsert(e.key, e.slot);
-    }
-  }
+  void Grow() { Reserve(entries_.empty() ? 32 : entries_.size()); }
 
   std::vector<Entry> entries_;
   size_t size_ = 0;

@@ -2,7 +2,6 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
-#include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
@@ -28,33 +27,35 @@ std::string KeyBytes(int64_t key) {
   return k;
 }
 
-// Small caches and write buffers: the point of the ssd class is a bounded
-// memory footprint; a bloom filter keeps lookups of keys that are not on
-// disk (new ids) off the disk.
-rocksdb::Options DbOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
+// Bounded memory (the point of the ssd class): two write buffers and one
+// cache that also holds the index blocks. No bloom filters: the table's
+// own KeyFilter keeps absent keys (new ids) away from the database, so the
+// lookups that reach it are mostly for rows that are there.
+rocksdb::Options DbOptions(const std::shared_ptr<rocksdb::Cache>& cache, const RowDbMemory& m) {
   rocksdb::Options o;
   o.create_if_missing = true;
-  o.write_buffer_size = 32 << 20;
+  o.write_buffer_size = m.write_buffer_bytes;
   o.max_write_buffer_number = 2;
   o.max_open_files = 256;
   o.compression = rocksdb::kNoCompression;  // float rows barely compress
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = cache;
-  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.block_size = 8 << 10;
   t.cache_index_and_filter_blocks = true;  // counted in the cache's bound
+  t.pin_l0_filter_and_index_blocks_in_cache = true;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   return o;
 }
 
 }  // namespace
 
-RowDb::RowDb(std::string path, size_t row_floats, bool fresh)
+RowDb::RowDb(std::string path, size_t row_floats, bool fresh, RowDbMemory memory)
     : path_(std::move(path)), row_bytes_(row_floats * sizeof(float)),
-      cache_(rocksdb::NewLRUCache(32 << 20)) {
+      cache_(rocksdb::NewLRUCache(memory.cache_bytes)) {
   if (fresh) Destroy(path_);
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
   rocksdb::DB* db = nullptr;
-  Check(rocksdb::DB::Open(DbOptions(cache_), path_, &db), path_, "open");
+  Check(rocksdb::DB::Open(DbOptions(cache_, memory), path_, &db), path_, "open");
   db_.reset(db);
 }
 
@@ -157,6 +158,20 @@ void RowDb::ForEach(const std::function<void(int64_t, const float*)>& fn) const 
     std::memcpy(&key, it->key().data(), sizeof key);
     std::memcpy(row.data(), it->value().data(), row_bytes_);
     fn(key, row.data());
+  }
+  Check(it->status(), path_, "scan");
+}
+
+void RowDb::ForEachKey(const std::function<void(int64_t)>& fn) const {
+  rocksdb::ReadOptions read;
+  read.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    FLOTILLA_CHECK(it->key().size() == sizeof(int64_t), Corruption, "sparse-table database '", path_,
+                   "': key of ", it->key().size(), " bytes, expected 8");
+    int64_t key;
+    std::memcpy(&key, it->key().data(), sizeof key);
+    fn(key);
   }
   Check(it->status(), path_, "scan");
 }

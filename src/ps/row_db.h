@@ -22,11 +22,19 @@ class Cache;
 
 namespace flotilla::ps {
 
+// RocksDB's own memory: at most two write buffers of write_buffer_bytes
+// and a block cache (index blocks charged to it) of cache_bytes.
+struct RowDbMemory {
+  size_t write_buffer_bytes = 8 << 20;
+  size_t cache_bytes = 8 << 20;
+  size_t total() const { return 2 * write_buffer_bytes + cache_bytes; }
+};
+
 class RowDb {
  public:
   // Opens (creating) the database at `path`; with `fresh`, whatever was
   // there is destroyed first. `row_floats` is the length of every value.
-  RowDb(std::string path, size_t row_floats, bool fresh);
+  RowDb(std::string path, size_t row_floats, bool fresh, RowDbMemory memory = {});
   ~RowDb();
   RowDb(const RowDb&) = delete;
   RowDb& operator=(const RowDb&) = delete;
@@ -44,6 +52,8 @@ class RowDb {
   void Put(std::span<const int64_t> keys, const std::function<const float*(size_t)>& row);
   // Calls fn(key, row) for every row, in key-byte order.
   void ForEach(const std::function<void(int64_t, const float*)>& fn) const;
+  // Calls fn(key) for every row (blocks read bypass the cache).
+  void ForEachKey(const std::function<void(int64_t)>& fn) const;
   // A consistent, openable copy at `dir` (must not exist): SST files hard
   // linked, the rest copied.
   void Checkpoint(const std::string& dir) const;

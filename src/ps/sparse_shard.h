@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "flotilla/ps/sparse_table.h"
+#include "ps/key_filter.h"
 #include "ps/key_index.h"
 #include "ps/row_db.h"
 
@@ -45,11 +46,15 @@ struct SparseTable::Shard {
   SparseTableCounters counted;     // guarded by mu; admitted, refused, dropped, shrunk, spilled, loaded
 };
 
-// The table's database (ssd class).
+// The table's database (ssd class) and the filter of the keys spilled
+// into it.
 class SparseTable::Disk {
  public:
-  Disk(const std::string& path, size_t row_floats, bool fresh = true) : db(path, row_floats, fresh) {}
+  Disk(const std::string& path, size_t row_floats, bool fresh, RowDbMemory memory, size_t filter_bytes)
+      : db(path, row_floats, fresh, memory), spilled(filter_bytes), memory(memory) {}
   RowDb db;
+  KeyFilter spilled;
+  RowDbMemory memory;
 };
 
 }  // namespace flotilla::ps

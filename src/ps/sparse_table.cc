@@ -22,8 +22,8 @@ SparseTableClass ParseSparseTableClass(const std::string& name) {
 namespace {
 
 // Bytes a row costs in memory besides its floats: its key, its LRU stamp
-// and its share of the index (16-byte entries, at most half full, growing
-// by doubling: 2-4 entries per row).
+// and its share of the index (16-byte entries, at most half full and
+// reserved up front: 2-4 entries per row).
 constexpr size_t kRowOverheadBytes = sizeof(int64_t) + sizeof(uint32_t) + 4 * 16;
 
 }  // namespace
@@ -42,21 +42,32 @@ SparseTable::SparseTable(SparseTableConfig config) : config_(std::move(config)) 
   stats_ = a.keeps_stats();
   state_size_ = rule_state_ + (stamped_ ? kStampFloats : 0) + (stats_ ? kStatFloats : 0);
   for (int i = 0; i < config_.num_shards; ++i) shards_.push_back(std::make_unique<Shard>());
-  if (config_.table_class == SparseTableClass::kSsd) {
-    FLOTILLA_ENFORCE(!config_.ssd_path.empty(), "ssd sparse table '", config_.name,
-                     "' needs ssd_path (where rows beyond the memory budget go)");
-    const size_t row_bytes = Stride() * sizeof(float) + kRowOverheadBytes;
-    shard_row_budget_ = static_cast<size_t>(std::max<int64_t>(0, config_.memory_budget_bytes)) /
-                        row_bytes / shards_.size();
-    FLOTILLA_ENFORCE(shard_row_budget_ >= 64, "ssd sparse table '", config_.name,
-                     "': memory_budget_bytes ", config_.memory_budget_bytes, " holds fewer than 64 rows of ",
-                     row_bytes, " bytes per shard (", shards_.size(), " shards)");
-    disk_ = std::make_unique<Disk>(config_.ssd_path, Stride());
-    for (auto& s : shards_) {
-      s->data.reserve(shard_row_budget_ * Stride());  // no regrowth spikes above the budget
-      s->keys.reserve(shard_row_budget_);
-      s->last_use.reserve(shard_row_budget_);
-    }
+  if (config_.table_class == SparseTableClass::kSsd) InitDisk();
+}
+
+// The budget covers everything an ssd table keeps in memory: the filter of
+// spilled keys (1/16), RocksDB's write buffers and cache (1/32 each, from
+// 1 to 64 MiB), and the rows with their index (the rest).
+void SparseTable::InitDisk() {
+  FLOTILLA_ENFORCE(!config_.ssd_path.empty(), "ssd sparse table '", config_.name,
+                   "' needs ssd_path (where rows beyond the memory budget go)");
+  const size_t budget = static_cast<size_t>(std::max<int64_t>(0, config_.memory_budget_bytes));
+  RowDbMemory memory;
+  memory.write_buffer_bytes = memory.cache_bytes = std::clamp<size_t>(budget / 32, 1 << 20, 64 << 20);
+  const size_t filter_bytes = budget / 16;
+  const size_t row_bytes = Stride() * sizeof(float) + kRowOverheadBytes;
+  const size_t rows_bytes = budget > filter_bytes + memory.total() ? budget - filter_bytes - memory.total() : 0;
+  shard_row_budget_ = rows_bytes / row_bytes / shards_.size();
+  FLOTILLA_ENFORCE(shard_row_budget_ >= 64, "ssd sparse table '", config_.name, "': memory_budget_bytes ",
+                   config_.memory_budget_bytes, " leaves room for fewer than 64 rows of ", row_bytes,
+                   " bytes per shard (", shards_.size(), " shards; ", memory.total() + filter_bytes,
+                   " bytes go to the database's buffers and the spill filter)");
+  disk_ = std::make_unique<Disk>(config_.ssd_path, Stride(), /*fresh=*/true, memory, filter_bytes);
+  for (auto& s : shards_) {
+    s->data.reserve(shard_row_budget_ * Stride());  // no regrowth spikes above the budget
+    s->keys.reserve(shard_row_budget_);
+    s->last_use.reserve(shard_row_budget_);
+    s->slot.Reserve(shard_row_budget_ + shard_row_budget_ / 8);  // a batch above the budget
   }
 }
 
@@ -230,8 +241,10 @@ void SparseTable::ResolveMissing(Shard& shard, std::span<const int64_t> keys,
     MakeRoom(shard, missing.size());
     for (size_t k = 0; k < order.size(); ++k) slot[k] = shard.slot.Find(keys[order[k]]);
     if (shard.disk_rows > 0) {
-      std::vector<int64_t> wanted;
-      for (size_t k : missing) wanted.push_back(keys[order[k]]);
+      std::vector<int64_t> wanted;  // keys that may be on disk: never spilled ones are not
+      for (size_t k : missing) {
+        if (disk_->spilled.MayContain(keys[order[k]])) wanted.push_back(keys[order[k]]);
+      }
       disk_->db.Take(wanted, [&](size_t i, const float* row) {
         const int64_t key = wanted[i];
         if (shard.slot.Find(key) >= 0) return;  // a repeat of a key already back

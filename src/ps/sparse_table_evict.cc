@@ -58,6 +58,7 @@ void SparseTable::MakeRoom(Shard& shard, size_t incoming) {
   }
   const size_t stride = Stride();
   disk_->db.Put(keys, [&](size_t j) { return shard.data.data() + size_t{idle[j].second} * stride; });
+  for (int64_t key : keys) disk_->spilled.Add(key);
   shard.disk_rows += static_cast<int64_t>(count);
   shard.counted.spilled += static_cast<int64_t>(count);
   Compact(shard, drop);

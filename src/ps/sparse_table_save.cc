@@ -84,16 +84,23 @@ void SparseTable::LoadFrom(const std::string& path) {
   FLOTILLA_CHECK(r.done(), Corruption, what, ": trailing bytes after table '", name(), "'");
   const auto locks = LockAll();
   const std::string live = disk_->db.path();
+  const RowDbMemory memory = disk_->memory;
+  const size_t filter_bytes = disk_->spilled.bytes();
   disk_.reset();
   RowDb::Destroy(live);
   RowDb::Clone(DbDir(path), live);
-  disk_ = std::make_unique<Disk>(live, Stride(), /*fresh=*/false);
+  disk_ = std::make_unique<Disk>(live, Stride(), /*fresh=*/false, memory, filter_bytes);
   for (auto& s : shards_) EmptyShard(*s);
-  if (saved_shards == shards_.size()) {
-    for (size_t i = 0; i < shards_.size(); ++i) shards_[i]->disk_rows = per_shard[i];
-  } else {
-    disk_->db.ForEach([&](int64_t key, const float*) { ++shards_[ShardIndex(KeyIndex::Hash(key))]->disk_rows; });
-  }
+  int64_t rows = 0;
+  disk_->db.ForEachKey([&](int64_t key) {  // every row is on disk now: count and filter them
+    disk_->spilled.Add(key);
+    ++shards_[ShardIndex(KeyIndex::Hash(key))]->disk_rows;
+    ++rows;
+  });
+  int64_t saved_rows = 0;
+  for (int64_t n : per_shard) saved_rows += n;
+  FLOTILLA_CHECK(rows == saved_rows, Corruption, what, ": the database beside it holds ", rows,
+                 " rows, the header says ", saved_rows);
   pass_ = pass;
   std::unique_lock<std::shared_mutex> lock(history_mu_);
   step_lr_ = std::move(step_lr);
@@ -107,8 +114,10 @@ void SparseTable::InstallOnDisk(
   const auto locks = LockAll();
   for (auto& s : shards_) EmptyShard(*s);
   const std::string live = disk_->db.path();
+  const RowDbMemory memory = disk_->memory;
+  const size_t filter_bytes = disk_->spilled.bytes();
   disk_.reset();
-  disk_ = std::make_unique<Disk>(live, Stride(), /*fresh=*/true);
+  disk_ = std::make_unique<Disk>(live, Stride(), /*fresh=*/true, memory, filter_bytes);
   std::vector<int64_t> keys;
   std::vector<float> data;
   auto flush = [&] {
@@ -119,6 +128,7 @@ void SparseTable::InstallOnDisk(
   rows([&](int64_t key, const float* row) {
     keys.push_back(key);
     data.insert(data.end(), row, row + Stride());
+    disk_->spilled.Add(key);
     ++shards_[ShardIndex(KeyIndex::Hash(key))]->disk_rows;
     if (keys.size() == kWriteBatch) flush();
   });

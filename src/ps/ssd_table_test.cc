@@ -31,8 +31,9 @@ SparseTableConfig Config(SparseTableClass cls, const std::string& dir = "", Spar
   c.accessor = a;
   c.table_class = cls;
   c.ssd_path = dir + "/live";
-  // 2 shards x ~150 rows of (4 + 4) floats + overhead.
-  c.memory_budget_bytes = 2 * 150 * (8 * 4 + 76);
+  // 2 shards x ~150 rows of (4 + 4) floats + 76 bytes, after the spill
+  // filter (1/16) and RocksDB's smallest buffers (3 x 1 MiB).
+  c.memory_budget_bytes = ((3 << 20) + 2 * 150 * (8 * 4 + 76)) * 16 / 15 + 1024;
   return c;
 }
 

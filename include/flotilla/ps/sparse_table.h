@@ -194,6 +194,7 @@ class SparseTable {
                       std::span<int64_t> slot, Access access);
   // Every shard's lock, in shard order (saves, loads, shrinking the disk).
   std::vector<std::unique_lock<std::mutex>> LockAll() const;
+  void InitDisk();
   void MakeRoom(Shard& shard, size_t incoming);
   static void EmptyShard(Shard& shard);
   void InstallOnDisk(const std::function<void(const std::function<void(int64_t, const float*)>&)>& rows);

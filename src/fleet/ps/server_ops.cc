@@ -3,6 +3,7 @@
 // has finished (Executor::close()), then returns so the program ends.
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 
@@ -19,8 +20,19 @@ namespace flotilla::fleet {
 
 namespace {
 
-// One JSON line per sparse table with what its accessor and spills did.
+// The peak resident set of this process (VmHWM), in MiB; 0 when unknown.
+double PeakRssMb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
+// One JSON line per sparse table with what its accessor and spills did,
+// and one with the server's peak memory.
 void LogSparseCounters(ps::PsServer& server) {
+  log::Info("pserver memory {}", nlohmann::json{{"peak_rss_mb", PeakRssMb()}}.dump());
   for (const auto& name : server.table_names()) {
     if (!server.has_sparse(name)) continue;
     const ps::SparseTableCounters c = server.sparse(name).counters();
