@@ -107,6 +107,13 @@ class ShmBackend : public Backend {
   void Await(const char* what, uint64_t target, const CounterOf& counter_of) {
     waiter_.Await(what, target, counter_of);
   }
+  template <typename CounterOf>
+  void Await(const char* what, uint64_t target, const CounterOf& counter_of,
+             std::chrono::microseconds spin) {
+    waiter_.Await(what, target, counter_of, spin);
+  }
+  // How long to spin for a peer's single copy of `bytes` before parking.
+  std::chrono::microseconds CopySpin(size_t bytes) const;
   // Waits for `field` of every rank in `ranks` to reach `target`.
   void AwaitRanks(const char* what, Counter RankControl::*field, uint64_t target,
                   const std::vector<char>& ranks);

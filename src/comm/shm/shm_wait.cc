@@ -56,7 +56,7 @@ std::chrono::microseconds DefaultSpin(int ranks) {
   // Ranks pinned to one core each (mpirun's default) see one CPU here; the
   // machine's count then decides.
   if (cpus <= 1) cpus = int(std::thread::hardware_concurrency());
-  return ranks <= cpus ? std::chrono::microseconds(50) : std::chrono::microseconds(2);
+  return ranks <= cpus ? kOwnCoreSpin : std::chrono::microseconds(2);
 }
 
 Waiter::Waiter(int rank, int size, WaitOptions options, PidOf pid_of)
@@ -66,8 +66,8 @@ Waiter::Waiter(int rank, int size, WaitOptions options, PidOf pid_of)
       pid_of_(std::move(pid_of)),
       awaited_(size_t(size)) {}
 
-bool Waiter::Spin(const Counter& c, uint64_t target) const {
-  const auto until = Clock::now() + options_.spin;
+bool Waiter::Spin(const Counter& c, uint64_t target, std::chrono::microseconds spin) const {
+  const auto until = Clock::now() + spin;
   while (true) {
     for (int i = 0; i < 32; ++i) {
       if (c.value.load(std::memory_order_acquire) >= target) return true;
@@ -89,7 +89,8 @@ void Waiter::Park(const Counter& c, uint64_t target) {
 }
 
 void Waiter::AwaitSlow(const char* what, uint64_t target,
-                       const std::vector<const Counter*>& counters) {
+                       const std::vector<const Counter*>& counters,
+                       std::chrono::microseconds spin) {
   const auto start = Clock::now();
   auto next_check = start + options_.check_every;
   bool spun = false, warned = false;
@@ -99,7 +100,7 @@ void Waiter::AwaitSlow(const char* what, uint64_t target,
     while (c && c->value.load(std::memory_order_acquire) < target) {
       if (!spun) {
         spun = true;
-        if (Spin(*c, target)) break;
+        if (Spin(*c, target, spin)) break;
       }
       Park(*c, target);
       const auto now = Clock::now();

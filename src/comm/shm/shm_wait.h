@@ -64,11 +64,19 @@ class Waiter {
   // naming them after stall_warning_after.
   template <typename CounterOf>
   void Await(const char* what, uint64_t target, const CounterOf& counter_of) {
+    Await(what, target, counter_of, options_.spin);
+  }
+  // The same, spinning up to `spin` before parking: for a wait known to take
+  // longer than the usual spin (a peer copying a whole buffer), where waking
+  // from a park would add to it.
+  template <typename CounterOf>
+  void Await(const char* what, uint64_t target, const CounterOf& counter_of,
+             std::chrono::microseconds spin) {
     for (int s = 0; s < size_; ++s) {
       const Counter* c = counter_of(s);
       if (c && c->value.load(std::memory_order_acquire) < target) {
         for (int t = 0; t < size_; ++t) awaited_[t] = counter_of(t);
-        return AwaitSlow(what, target, awaited_);
+        return AwaitSlow(what, target, awaited_, spin);
       }
     }
   }
@@ -77,9 +85,10 @@ class Waiter {
   const WaitOptions& options() const { return options_; }
 
  private:
-  void AwaitSlow(const char* what, uint64_t target, const std::vector<const Counter*>& counters);
-  // Spins up to options_.spin for `c`; true when it reached `target`.
-  bool Spin(const Counter& c, uint64_t target) const;
+  void AwaitSlow(const char* what, uint64_t target, const std::vector<const Counter*>& counters,
+                 std::chrono::microseconds spin);
+  // Spins up to `spin` for `c`; true when it reached `target`.
+  bool Spin(const Counter& c, uint64_t target, std::chrono::microseconds spin) const;
   // Parks on `c` until it moves, `check_every` passes, or it reaches target.
   void Park(const Counter& c, uint64_t target);
   void CheckPeers(const char* what, uint64_t target, const std::vector<const Counter*>& counters,
@@ -93,8 +102,10 @@ class Waiter {
   std::vector<const Counter*> awaited_;  // scratch, one per rank: no allocation per wait
 };
 
-// The spin budget for a group of `ranks` on this host: spinning pays only when
-// every rank can own a core; otherwise it steals the core a peer needs.
+// The spin budget for a group of `ranks` on this host: kOwnCoreSpin when
+// every rank can own a core; otherwise 2 µs, since spinning would steal the
+// core a peer needs.
+constexpr std::chrono::microseconds kOwnCoreSpin{50};
 std::chrono::microseconds DefaultSpin(int ranks);
 
 }  // namespace flotilla::comm::shm
