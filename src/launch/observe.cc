@@ -80,7 +80,9 @@ void ClearLauncherTraceEnv() {
 }
 
 JobObserver::JobObserver(const LaunchOptions& options)
-    : options_(options), log_dir_(fs::absolute(options.log_dir).lexically_normal().string()) {
+    : options_(options),
+      log_dir_(fs::absolute(options.log_dir).lexically_normal().string()),
+      health_(flight_dir()) {
   if (!options_.timeline_steps.empty()) {  // checked here, before any process starts
     int64_t first = 0, last = 0;
     trace::Settings::ParseSteps("--timeline_steps", options_.timeline_steps, &first, &last);
@@ -95,6 +97,11 @@ JobObserver::JobObserver(const LaunchOptions& options)
                                   ? std::make_pair(std::string("0.0.0.0"), options_.metrics_port)
                                   : ParseAddress(options_.dashboard, "--dashboard");
     http_ = std::make_unique<trace::HttpServer>(host, port);
+    http_->SetHealthCheck([this] { return health_.Live(); });
+    http_->Handle("/readyz", [this](const trace::HttpRequest&) {
+      const auto [ready, text] = health_.Ready();
+      return trace::HttpReply{ready ? 200 : 503, "text/plain; charset=utf-8", text + "\n"};
+    });
     if (!options_.dashboard.empty()) ServeDashboard(*http_, log_dir_);
     http_->Start();
     std::cerr << "flotilla launch: " << (options_.dashboard.empty() ? "metrics" : "dashboard")
@@ -129,6 +136,7 @@ void JobObserver::OnWorld(const ClusterSpec& spec) {
 }
 
 void JobObserver::OnRestart(int exit_code) {
+  health_.Joining(StrCat("restarting after a membership change (exit code ", exit_code, ")"));
   trace::Instant(trace::Category::kElastic, FLOTILLA_TRACE_NAME("membership change"), "exit_code",
                  exit_code);
 }
@@ -164,6 +172,7 @@ SupervisorHooks JobObserver::Hooks() {
 }
 
 void JobObserver::WriteStatus(const std::vector<ProcessView>& views) {
+  health_.Status(views);
   nlohmann::json processes = nlohmann::json::array();
   std::map<std::string, int> states;
   for (const ProcessView& v : views) {
@@ -211,18 +220,9 @@ std::optional<std::string> JobObserver::Stalled() {
   const auto now = Clock::now();
   if (now < next_stall_check_) return std::nullopt;
   next_stall_check_ = now + std::chrono::milliseconds(250);
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(flight_dir(), ec)) {
-    if (e.path().extension() != ".stalled") continue;
-    std::string what;
-    try {
-      what = Trim(ReadFile(e.path().string()));
-    } catch (const Error&) {
-      continue;
-    }
-    return what;
-  }
-  return std::nullopt;
+  std::string what = FirstStallMarker(flight_dir());
+  if (what.empty()) return std::nullopt;
+  return what;
 }
 
 // SIGUSR1 to every child whose trace runtime listens (it wrote its pid

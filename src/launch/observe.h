@@ -10,8 +10,8 @@
 //    when --stall_timeout is set; before a job is stopped every child is
 //    asked (SIGUSR1) to dump its flight recorder and the doctor's diagnosis
 //    goes into the ABORT report;
-//  - /metrics and the dashboard (--dashboard, --metrics_port) are served
-//    from the launcher;
+//  - /metrics, /healthz, /readyz (JobHealth) and the dashboard
+//    (--dashboard, --metrics_port) are served from the launcher;
 //  - at the end the per-process timelines are merged into --timeline.
 // One observer per Launch; not thread-safe except where noted.
 #pragma once
@@ -25,6 +25,7 @@
 
 #include "launch/cluster_spec.h"
 #include "launch/env_contract.h"
+#include "launch/job_health.h"
 #include "launch/options.h"
 #include "launch/signals.h"
 #include "launch/supervisor.h"
@@ -76,6 +77,7 @@ class JobObserver {
 
   LaunchOptions options_;
   std::string log_dir_;  // absolute
+  JobHealth health_;     // asked by the HTTP server's threads
   std::unique_ptr<comm::ClockResponder> clock_;
   std::unique_ptr<trace::HttpServer> http_;
   std::chrono::steady_clock::time_point next_stall_check_{};

@@ -11,6 +11,7 @@
 #include "flotilla/common/logging.h"
 #include "flotilla/trace/metrics.h"
 #include "flotilla/trace/process_info.h"
+#include "trace/runtime.h"
 #include "trace/settings.h"
 
 namespace flotilla::trace {
@@ -86,6 +87,11 @@ int ServeMetrics(bool always) {
   if (port < 0 && !always) return 0;
   try {
     server = std::make_unique<HttpServer>("0.0.0.0", port < 0 ? 0 : static_cast<int>(port));
+    server->SetHealthCheck([] {  // 503 while a call is stalled (a liveness probe's answer)
+      const std::string stalled = StalledRecord();
+      return stalled.empty() ? std::make_pair(true, std::string("ok"))
+                             : std::make_pair(false, "stalled: " + stalled);
+    });
     server->Start();
   } catch (const Error& e) {
     log::Warn("metrics endpoint not served: {}", e.what());

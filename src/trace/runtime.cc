@@ -167,21 +167,29 @@ void Runtime::Tick() {
   }
 }
 
-// A record pending longer than the stall timeout is reported once.
-void Runtime::Watchdog() {
+std::string StalledRecord(FlightRecord* record) {
   FlightRecord r;
-  if (!FlightRecorder::Get().OldestPending(&r) || r.id == stalled_record_) return;
+  if (!FlightRecorder::Get().OldestPending(&r)) return "";
   const int64_t since = r.start_ns != 0 ? r.start_ns : r.enqueue_ns;
   const int64_t pending = MonoNs() - since;
-  if (pending < Settings::Get().stall_timeout.count() * 1000000) return;
-  stalled_record_ = r.id;
+  if (pending < Settings::Get().stall_timeout.count() * 1000000) return "";
+  if (record) *record = r;
   std::string what = NameOf(r.kind);
   if (r.type == FlightType::kCollective) {
     what += StrCat(" #", r.seq, " (", NameOf(r.group), " comm ", r.comm, ")");
   } else {
     what += StrCat(" to server ", r.comm, " (", NameOf(r.where), ")");
   }
-  Stall(StrCat(what, " pending for ", pending / 1000000, " ms"));
+  return StrCat(what, " pending for ", pending / 1000000, " ms");
+}
+
+// A record pending longer than the stall timeout is reported once.
+void Runtime::Watchdog() {
+  FlightRecord r;
+  const std::string what = StalledRecord(&r);
+  if (what.empty() || r.id == stalled_record_) return;
+  stalled_record_ = r.id;
+  Stall(what);
 }
 
 void Runtime::Stall(const std::string& what) {

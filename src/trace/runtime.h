@@ -16,6 +16,13 @@
 
 namespace flotilla::trace {
 
+struct FlightRecord;
+
+// The oldest collective or parameter-server call pending longer than the
+// stall timeout ("allreduce #17 (hang comm 0) pending for 3095 ms"), or ""
+// when none is; fills `record` when given. Thread-safe.
+std::string StalledRecord(FlightRecord* record = nullptr);
+
 class Runtime {
  public:
   // Starts the runtime once; thread-safe.

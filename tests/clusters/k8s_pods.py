@@ -17,6 +17,12 @@ class Pod:
     command: List[str]
     env: List[Dict[str, Any]]           # as in the manifest, controller's appended
     field_refs: Dict[str, str] = field(default_factory=dict)
+    probes: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # "liveness": httpGet
+
+    def probe_urls(self, pod_ip: str) -> Dict[str, str]:
+        """What the kubelet GETs for each probe of the container."""
+        return {kind: f"http://{pod_ip}:{get['port']}{get['path']}"
+                for kind, get in self.probes.items()}
 
     def environment(self, pod_ip: str) -> Dict[str, str]:
         """The container's environment with fieldRefs and $(VAR) references
@@ -37,6 +43,11 @@ def _container(template: Dict[str, Any]) -> Dict[str, Any]:
     return template["spec"]["containers"][0]
 
 
+def _probes(container: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    return {kind: container[f"{kind}Probe"]["httpGet"] for kind in ("liveness", "readiness")
+            if f"{kind}Probe" in container}
+
+
 def _port(container: Dict[str, Any], name: str, default: int) -> int:
     for p in container.get("ports", []):
         if p.get("name") == name:
@@ -55,7 +66,8 @@ def indexed_job(job: Dict[str, Any]) -> List[Pod]:
         host = f"{name}-{i}"
         dns = [f"{host}.{sub}", f"{host}.{sub}.default.svc.cluster.local"] if sub else []
         env = list(c.get("env", [])) + [{"name": "JOB_COMPLETION_INDEX", "value": str(i)}]
-        pods.append(Pod(host, dns, c["command"] + c.get("args", []), env))
+        pods.append(Pod(host, dns, c["command"] + c.get("args", []), env,
+                        probes=_probes(c)))
     return pods
 
 
@@ -72,7 +84,8 @@ def _replica_pods(job: Dict[str, Any], specs_key: str, env_for) -> List[Pod]:
             env = list(c.get("env", [])) + [{"name": "PYTHONUNBUFFERED", "value": "0"}]
             env += env_for(job, rtype, i, total)
             # The operator makes a headless Service per pod, named as the pod.
-            pods.append(Pod(pod, [pod], c["command"] + c.get("args", []), env))
+            pods.append(Pod(pod, [pod], c["command"] + c.get("args", []), env,
+                            probes=_probes(c)))
     return pods
 
 

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 BUILD = pathlib.Path(os.environ.get("FLOTILLA_BUILD_DIR", "build")).resolve()
@@ -77,5 +78,9 @@ class Job:
 
 
 def fetch(url: str) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return r.status, r.read().decode()
+    """(status, body) of a GET, error statuses included."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()

@@ -3,6 +3,7 @@ prometheus_client's text-format parser (issue 14's must-show), and /healthz."""
 from __future__ import annotations
 
 import pathlib
+import socket
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -65,6 +66,8 @@ def test_parameter_server_job_metrics(ps_job: Job) -> None:
     assert samples(families["flotilla_job_processes"], state="running")[0].value == 3
     status, text = fetch(launcher + "/healthz")
     assert (status, text.strip()) == (200, "ok")
+    status, text = fetch(launcher + "/readyz")
+    assert (status, text.strip()) == (200, "ready: 3 processes running")
     status, text = fetch(process_url(ps_job, "server0") + "/healthz")
     assert status == 200
 
@@ -82,5 +85,23 @@ def test_collective_job_metrics(tmp_path: pathlib.Path) -> None:
         comm = samples(trainer["flotilla_step_comm_seconds"])[0].value
         compute = samples(trainer["flotilla_step_compute_seconds"])[0].value
         assert comm >= 0 and compute > 0
+        status, text = fetch(job.url("metrics") + "/readyz")
+        assert (status, text.strip()) == (200, "ready: 2 processes running")
+    finally:
+        job.stop()
+
+
+def test_a_launcher_waiting_for_its_peers_is_live_but_not_ready(tmp_path: pathlib.Path) -> None:
+    with socket.socket() as s:  # a free port for the job's store
+        s.bind(("127.0.0.1", 0))
+        master = f"127.0.0.1:{s.getsockname()[1]}"
+    job = Job(tmp_path, ["--metrics_port", "0", "--nnodes", "2", "--rank", "0",
+                         "--master", master, "--nproc_per_node", "1"],
+              [str(BUILD / "bin" / "train_with_fleet"), "--steps", "10"])
+    try:
+        launcher = job.url("metrics")
+        assert fetch(launcher + "/healthz") == (200, "ok\n")
+        status, text = fetch(launcher + "/readyz")
+        assert (status, text.strip()) == (503, "not ready: joining the job (rendezvous)")
     finally:
         job.stop()

@@ -53,7 +53,9 @@ class HttpServer {
   int port_ = 0;
 };
 
-// Serves this process's /metrics and /healthz: on FLOTILLA_METRICS_PORT
+// Serves this process's /metrics and /healthz (503 naming the call while a
+// collective or parameter-server call is pending past the stall timeout):
+// on FLOTILLA_METRICS_PORT
 // when set, else (with `always`, for long-lived servers) on a free port;
 // otherwise not at all. The address goes to FLOTILLA_METRICS_DIR/<label>.url
 // when that is set. Idempotent; returns the port, 0 when not serving. A port
