@@ -4,15 +4,19 @@ Runs ``flotilla launch --timeline`` on seed 001's ``train_with_fleet`` (2
 ranks) and on ``wide_and_deep`` (2 servers x 2 workers) and checks the file
 with Python's json: every process present, collectives linked across ranks by
 flow events, spans ordered as the code requires, and clocks aligned within
-1 ms on loopback.
+1 ms on loopback; a step window, the size bound (ring mode) and a rank
+killed mid-run.
 """
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import signal
 import subprocess
 from collections import defaultdict
+
+from jobs import Job
 
 BUILD = pathlib.Path(os.environ.get("FLOTILLA_BUILD_DIR", "build")).resolve()
 FLOTILLA = BUILD / "bin" / "flotilla"
@@ -147,3 +151,44 @@ def test_parameter_server_job(tmp_path: pathlib.Path) -> None:
     assert calls and all(threads[(e["pid"], e["tid"])].startswith("rpc → ") for e in calls)
     assert_nested(events)
     assert_clocks(trace, {"rank 0", "rank 1", "server 0", "server 1"})
+
+
+def test_step_window(tmp_path: pathlib.Path) -> None:
+    """--timeline_steps 20-30: every rank traces those steps and no other."""
+    trace = launch(tmp_path, ["--devices", "0,1", "--timeline_steps", "20-30"],
+                   [str(BUILD / "bin" / "train_with_fleet"), "--steps", "50", "--hidden", "64"])
+    events = trace["traceEvents"]
+    rank_pid = {name: pid for pid, name in process_names(events).items()}
+    for rank in ("rank 0", "rank 1"):
+        steps = [e for e in spans(events, "step") if e["pid"] == rank_pid[rank]]
+        assert sorted(e["args"]["run"] for e in steps) == list(range(20, 31)), rank
+        first = min(e["ts"] for e in steps)
+        last = max(e["ts"] + e["dur"] for e in steps)
+        ops = [e for e in spans(events, "op") if e["pid"] == rank_pid[rank]]
+        assert ops and all(first - 1 <= o["ts"] <= last + 1 for o in ops), rank
+
+
+def test_a_killed_rank_leaves_a_bounded_timeline_that_loads(tmp_path: pathlib.Path) -> None:
+    """Ring mode (--timeline_max_mb 1) keeps each process's newest events
+    within the bound; SIGKILL of a rank leaves its segments cut mid-write,
+    and the launcher still merges a file that loads, that rank included."""
+    out = tmp_path / "job.json"
+    job = Job(tmp_path, ["--devices", "0,1", "--timeline", str(out), "--timeline_max_mb", "1"],
+              [str(BUILD / "bin" / "train_with_fleet"), "--steps", "100000000", "--hidden", "64"])
+    try:
+        rotated = job.log / "timeline" / "rank1.json.seg2"
+        job.wait_for("rank 1's timeline to pass its bound twice", rotated.exists, 120)
+        os.kill(job.pid("rank 1"), signal.SIGKILL)
+        assert job.proc.wait(60) != 0
+    finally:
+        job.stop()
+    assert "collectives linked" in job.stderr(), job.stderr()[-3000:]
+    left = list((job.log / "timeline").glob("rank1.json.seg*"))
+    assert left and sum(p.stat().st_size for p in left) <= (1 << 20) + (64 << 10), left
+    trace = json.loads(out.read_text())
+    events = trace["traceEvents"]
+    rank_pid = {name: pid for pid, name in process_names(events).items()}
+    assert {"rank 0", "rank 1", "launcher 0"} <= set(rank_pid)
+    ops = [e for e in spans(events, "op") if e["pid"] == rank_pid["rank 1"]]
+    assert len(ops) > 1000
+    assert_nested(events)
