@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import socket
+import time
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -103,5 +104,40 @@ def test_a_launcher_waiting_for_its_peers_is_live_but_not_ready(tmp_path: pathli
         assert fetch(launcher + "/healthz") == (200, "ok\n")
         status, text = fetch(launcher + "/readyz")
         assert (status, text.strip()) == (503, "not ready: joining the job (rendezvous)")
+    finally:
+        job.stop()
+
+
+def test_health_turns_503_naming_the_stall(tmp_path: pathlib.Path) -> None:
+    """Rank 1 sleeps before an all-reduce: once the stall timeout passes,
+    rank 0's own /healthz and the launcher's answer 503 naming the
+    collective, before the launcher stops the job."""
+    job = Job(tmp_path, ["--metrics_port", "0", "--devices", "0,1", "--stall_timeout", "2",
+                         "--grace_period", "3"],
+              [str(BUILD / "bin" / "hang_worker"), "--sleep_rank", "1", "--sleep_step", "3",
+               "--sleep_seconds", "60"])
+    try:
+        rank0, launcher = process_url(job, "rank0"), job.url("metrics")
+        assert fetch(rank0 + "/healthz") == (200, "ok\n")
+        seen: dict[str, tuple[int, str]] = {}
+
+        def stalled():
+            for name, url in (("rank 0", rank0), ("launcher", launcher)):
+                try:
+                    status, text = fetch(url + "/healthz")
+                except OSError:
+                    continue  # already stopped
+                if status == 503:
+                    seen.setdefault(name, (status, text))
+            return len(seen) == 2
+        deadline = time.monotonic() + 60
+        while not stalled() and job.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "rank 0" in seen, (seen, job.stderr()[-2000:])
+        assert seen["rank 0"][1].startswith("stalled: allreduce #"), seen
+        assert "pending for" in seen["rank 0"][1], seen
+        if "launcher" in seen:  # its window closes as it stops the job
+            assert seen["launcher"][1].startswith("stalled: rank "), seen
+        assert job.proc.wait(60) == 124
     finally:
         job.stop()
