@@ -12,6 +12,7 @@
 #include "launch/net_util.h"
 #include "launch/node_plan.h"
 #include "launch/observe.h"
+#include "launch/python_script.h"
 #include "launch/report.h"
 #include "launch/roles/role_env.h"
 #include "launch/signals.h"
@@ -54,7 +55,8 @@ class ShmSweeper {
 
 std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec,
                                                         const std::string& shm_key,
-                                                        const JobObserver& observer) {
+                                                        const JobObserver& observer,
+                                                        const EnvList& extra) {
   const auto inherited = CurrentEnvironment();
   const auto local = spec.LocalProcesses();
   const EnvList threads = ThreadDefaults(inherited, static_cast<int>(local.size()),
@@ -64,6 +66,7 @@ std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec,
     EnvList env = ContractEnv(spec, p);
     env.insert(env.end(), threads.begin(), threads.end());
     env.emplace_back("FLOTILLA_SHM_JOB", shm_key);
+    env.insert(env.end(), extra.begin(), extra.end());
     const EnvList observed = observer.ChildEnv(p);
     env.insert(env.end(), observed.begin(), observed.end());
     envs.push_back(ChildEnvironment(inherited, env));
@@ -102,6 +105,10 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
   }
   const RunMode mode = SelectRunMode(options);
   if (options.scale > 0) return ScaleElasticJob(options);
+  const EnvLookup env = ProcessEnv();
+  PythonLaunch python = PythonCommand(options, PythonInterpreter(options, env("FLOTILLA_PYTHON")),
+                                      InTreePackageRoot("/proc/self/exe"), env("PYTHONPATH"));
+  options.command = std::move(python.command);
   std::vector<PortReservation> ports;  // held until the launcher exits
   NodePlanner plan_node = [&](const NodeLayout& layout) {
     NodePlan plan = PlanNode(options, mode, layout);
@@ -132,7 +139,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     RunResult result;
     try {
       result = supervisor.Run(world.spec, options.command, *world.channel,
-                              ChildEnvironments(world.spec, shm.key(), observer));
+                              ChildEnvironments(world.spec, shm.key(), observer, python.env));
     } catch (const std::exception& e) {
       world.channel->Abort({world.spec.node_index, 1, e.what()});
       world.channel->Finish();

@@ -70,8 +70,12 @@ struct LaunchOptions {
   std::string log_level;            // every process's log level ("" = inherited)
   std::string tee;                  // which processes stream to the console
   std::string log_prefix = "auto";  // "[rank N] " before streamed lines
-  // The program and its arguments.
+  // The program and its arguments. A `.py` script runs under `python`
+  // ("" = $FLOTILLA_PYTHON, else the build's interpreter), under the Paddle
+  // compatibility switch with paddle_compat (launch/python_script.h).
   std::vector<std::string> command;
+  std::string python;
+  bool paddle_compat = false;
 };
 
 // True when any parameter-server option is set (Paddle's rule: any PS

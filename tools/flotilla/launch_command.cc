@@ -39,6 +39,13 @@ void AddBaseOptions(CLI::App& c, launch::LaunchOptions& o) {
       ->envname("FLOTILLA_GRACE_PERIOD")->capture_default_str()->group("Base Parameters");
   c.add_flag("--quiet", o.quiet, "print neither the configuration nor rank 0's output")
       ->group("Base Parameters");
+  c.add_option("--python", o.python, "interpreter of a .py training script (default: "
+               "$FLOTILLA_PYTHON, else the one Flotilla was built against)")
+      ->group("Base Parameters");
+  c.add_flag("--paddle_compat", o.paddle_compat, "run the .py training script under the Paddle "
+             "compatibility switch (python3 -m flotilla.paddle_compat): `import paddle` is served "
+             "by Flotilla")
+      ->group("Base Parameters");
   c.add_flag("--release_ports{false}", o.hold_ports, "release the reserved ports just before "
              "the children start (for programs that bind without SO_REUSEADDR/SO_REUSEPORT)")
       ->envname("FLOTILLA_RELEASE_PORTS")->group("Base Parameters");
