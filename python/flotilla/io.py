@@ -8,6 +8,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _core
 from .dataloader import DataLoader, PyReader  # noqa: F401  (fluid.io.DataLoader)
+from ._save_target import save_target
 from .executor import Executor
 from .framework import Program, Variable, default_main_program, global_scope
 
@@ -31,7 +32,8 @@ def save_persistables(executor: Executor, dirname: str, main_program: Optional[P
     """Writes every persistable variable of ``main_program`` (default: the
     default main program) from the global scope to ``dirname``, atomically."""
     _no_filename("save_persistables", filename=filename)
-    _core.io.save_persistables(dirname, main_program or default_main_program(), global_scope())
+    with save_target(dirname) as target:
+        _core.io.save_persistables(target, main_program or default_main_program(), global_scope())
 
 
 def load_persistables(executor: Executor, dirname: str, main_program: Optional[Program] = None,

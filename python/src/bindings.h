@@ -36,6 +36,8 @@ void BindFleet(py::module_& m);
 // and data (m.vision): cnn_layers.cc, vision.cc.
 void BindCnnLayers(py::module_& m);
 void BindVision(py::module_& m);
+// fleet.util's host-value collectives (m.fleet_util): fleet_util.cc.
+void BindFleetUtil(py::module_& m);
 
 // (optimize op types, [(param, grad)]): what Python's minimize() returns.
 py::tuple MinimizeResultTuple(const optimizer::MinimizeResult& result);

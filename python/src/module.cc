@@ -25,4 +25,5 @@ PYBIND11_MODULE(_core, m) {
   flotilla::python::BindFleet(m);
   flotilla::python::BindCnnLayers(m);
   flotilla::python::BindVision(m);
+  flotilla::python::BindFleetUtil(m);
 }

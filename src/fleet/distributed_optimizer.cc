@@ -20,6 +20,7 @@ optimizer::MinimizeResult DistributedOptimizer::minimize(const Variable& loss, P
   fleet_.startup_ = &start;
   if (fleet_.ps_mode()) {  // parameter servers: transpile instead of all-reduce
     fleet_.TranspilePs(main, start, strategy_);
+    result.optimize_ops.clear();  // the transpiler moved them to the servers
     return result;
   }
   if (fleet_.group_ == nullptr) return result;  // one worker: nothing to synchronise

@@ -58,7 +58,8 @@ class DistributedOptimizer {
   // pass (see src/fleet/collective_pass.h) on it and on `startup` (default:
   // the default startup program). Afterwards fleet.main_program() and
   // startup_program() are these programs. With one worker the programs are
-  // left as a single process would build them.
+  // left as a single process would build them. In a parameter-server job
+  // the update ops move to the servers: the result lists none.
   optimizer::MinimizeResult minimize(const Variable& loss, Program* startup = nullptr,
                                      const std::vector<std::string>& parameter_list = {},
                                      const std::set<std::string>& no_grad_set = {});

@@ -1,0 +1,28 @@
+"""Fleet with Paddle 2.x names (``paddle.distributed.fleet``): one module
+whose functions drive the process-wide fleet of the C++ core.
+
+    import flotilla.distributed.fleet as fleet
+    fleet.init(is_collective=True)
+    strategy = fleet.DistributedStrategy()
+    opt = fleet.distributed_optimizer(flotilla.optimizer.SGD(0.01), strategy)
+    opt.minimize(loss)
+"""
+
+from .._alias_helpers import bind_module_functions as _bind
+from . import base  # noqa: F401
+from .base.role_maker import (MPISymetricRoleMaker, PaddleCloudRoleMaker, Role,  # noqa: F401
+                              UserDefinedRoleMaker)
+from .fleet import DistributedOptimizer, Fleet  # noqa: F401
+from .strategy import DistributedStrategy  # noqa: F401
+from .util import UtilBase, util  # noqa: F401
+
+fleet = Fleet()
+
+_FUNCTIONS = ["init", "is_worker", "is_server", "is_first_worker", "worker_index", "worker_num", "server_num",
+              "server_index", "worker_endpoints", "server_endpoints", "barrier_worker", "distributed_optimizer",
+              "init_server", "run_server", "init_worker", "stop_worker", "save_persistables",
+              "save_inference_model"]
+_bind(globals(), fleet, _FUNCTIONS)
+
+__all__ = ["fleet", "Fleet", "DistributedOptimizer", "DistributedStrategy", "PaddleCloudRoleMaker",
+           "UserDefinedRoleMaker", "MPISymetricRoleMaker", "Role", "base", "UtilBase", "util"] + _FUNCTIONS

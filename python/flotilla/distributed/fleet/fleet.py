@@ -1,0 +1,223 @@
+"""The fleet facade (Paddle's ``fleet``): one process-wide distributed
+context in the C++ core (``fleet::default_fleet()``), reached through the
+2.x module functions (``paddle.distributed.fleet``) and the 1.x ``fleet``
+objects of ``fluid.incubate.fleet.collective`` and
+``...parameter_server.distribute_transpiler``.
+
+Calls that meet other processes (``init``, ``barrier_worker``,
+``init_worker``, ``run_server``, saves) release the GIL and raise
+KeyboardInterrupt on Ctrl-C.
+"""
+
+from typing import Any, List, Optional, Sequence, Union
+
+from ... import _core
+from ..._save_target import save_target
+from ...executor import Executor
+from ...framework import Program, Variable, global_scope
+from ...optimizer import Optimizer, _names
+from .base.role_maker import MPISymetricRoleMaker, PaddleCloudRoleMaker, RoleMakerBase
+from .strategy import DistributedStrategy
+
+_F = _core.fleet
+
+
+class DistributedOptimizer:
+    """What ``fleet.distributed_optimizer`` returns: ``minimize`` appends
+    backward and update ops, then the C++ core's collective pass (gradient
+    all-reduce, fused and overlapped) or parameter-server transpiler."""
+
+    def __init__(self, fleet: "Fleet", optimizer: Optimizer, strategy: DistributedStrategy):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"distributed_optimizer: optimizer must be a flotilla/fluid/paddle optimizer, "
+                            f"got {type(optimizer).__name__}")
+        self._fleet = fleet
+        self._optimizer = optimizer
+        self.user_defined_strategy = strategy
+        self._core: Any = None
+
+    def minimize(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Optional[Sequence[Any]] = None):
+        """Distributed ``minimize``; returns ``(optimize op types, [(param, grad)])``."""
+        self._core = _F.distributed_optimizer(self._optimizer._core, self.user_defined_strategy._core)
+        result = self._core.minimize(loss, startup_program, _names(parameter_list) or self._optimizer._parameters,
+                                     set(_names(no_grad_set)))
+        self._fleet._minimized = True
+        return result
+
+    @property
+    def buckets(self) -> List[List[str]]:
+        """The gradient all-reduce buckets of the last minimize (collective jobs)."""
+        return [list(b) for b in self._core.buckets] if self._core is not None else []
+
+
+class Fleet:
+    """Distributed training in a few added lines. ``mode`` is "collective"
+    or "ps" for the 1.x objects (which take the role they are given), None
+    for the 2.x module functions (``init(is_collective=...)``)."""
+
+    def __init__(self, mode: Optional[str] = None):
+        self._mode = mode
+        self._role: Optional[RoleMakerBase] = None
+        self._strategy: Optional[DistributedStrategy] = None
+        self._minimized = False
+
+    # ---- setting up ----
+
+    def init(self, role_maker: Optional[RoleMakerBase] = None, is_collective: bool = False,
+             strategy: Optional[DistributedStrategy] = None, log_level: Any = None) -> None:
+        """Takes this process's role (default: from the environment) and, for
+        a collective worker of a multi-worker job, meets the other workers."""
+        if role_maker is None:
+            if self._mode == "ps":
+                role_maker = MPISymetricRoleMaker()  # Paddle 1.x's default for parameter servers
+            else:
+                role_maker = PaddleCloudRoleMaker(is_collective=is_collective or self._mode == "collective")
+        if not isinstance(role_maker, RoleMakerBase):
+            raise TypeError(f"fleet.init: role_maker must be a role maker, got {type(role_maker).__name__}")
+        if self._mode == "collective" and not role_maker._is_collective:
+            raise ValueError("the collective fleet (fluid.incubate.fleet.collective) needs a collective role: "
+                             "PaddleCloudRoleMaker(is_collective=True)")
+        if self._mode == "ps" and role_maker._is_collective:
+            raise ValueError("the parameter-server fleet needs a parameter-server role: "
+                             "PaddleCloudRoleMaker() under `flotilla launch --server_num N --worker_num M`")
+        if strategy is not None and not isinstance(strategy, DistributedStrategy):
+            raise TypeError("fleet.init: strategy must be a fleet.DistributedStrategy")
+        _F.init(role_maker._core)
+        self._role = role_maker
+        self._strategy = strategy
+
+    def _check_init(self, what: str) -> RoleMakerBase:
+        if self._role is None and not _F.initialized():
+            raise ValueError(f"fleet.{what}: call fleet.init(...) first")
+        return self._role
+
+    # ---- the role ----
+
+    def is_worker(self) -> bool:
+        """True on a trainer."""
+        self._check_init("is_worker")
+        return _F.is_worker()
+
+    def is_server(self) -> bool:
+        """True on a parameter server."""
+        self._check_init("is_server")
+        return _F.is_server()
+
+    def is_first_worker(self) -> bool:
+        """True on trainer 0."""
+        self._check_init("is_first_worker")
+        return _F.is_first_worker()
+
+    def worker_index(self) -> int:
+        """This trainer's rank among the trainers."""
+        self._check_init("worker_index")
+        return _F.worker_index()
+
+    def worker_num(self) -> int:
+        """How many trainers the job has."""
+        self._check_init("worker_num")
+        return _F.worker_num()
+
+    def server_num(self) -> int:
+        """How many parameter servers the job has."""
+        return len(self.server_endpoints())
+
+    def server_index(self) -> int:
+        """This server's index (-1 on a trainer)."""
+        return self._check_init("server_index").server_index()
+
+    def worker_endpoints(self, to_string: bool = False) -> Union[List[str], str]:
+        """The trainers' endpoints (a list, or one comma-separated string)."""
+        self._check_init("worker_endpoints")
+        eps = list(_F.worker_endpoints())
+        return ",".join(eps) if to_string else eps
+
+    def server_endpoints(self, to_string: bool = False) -> Union[List[str], str]:
+        """The servers' endpoints (a list, or one comma-separated string)."""
+        self._check_init("server_endpoints")
+        eps = list(_F.server_endpoints())
+        return ",".join(eps) if to_string else eps
+
+    def barrier_worker(self) -> None:
+        """Blocks until every trainer calls it."""
+        self._check_init("barrier_worker")
+        _F.barrier_worker()
+
+    # ---- training ----
+
+    def distributed_optimizer(self, optimizer: Optimizer, strategy: Any = None) -> DistributedOptimizer:
+        """Wraps ``optimizer`` so that ``minimize`` also distributes the
+        program. Without a strategy: the one given to init, else Paddle's
+        default (``DistributedStrategy()``: async for parameter servers)."""
+        self._check_init("distributed_optimizer")
+        from .compat_strategies import to_strategy
+        return DistributedOptimizer(self, optimizer, to_strategy(strategy or self._strategy))
+
+    @property
+    def main_program(self) -> Program:
+        """The program the last minimize transpiled (Paddle 1.x attribute)."""
+        return _F.main_program()
+
+    @property
+    def startup_program(self) -> Program:
+        """The startup program the last minimize transpiled."""
+        return _F.startup_program()
+
+    # ---- parameter servers ----
+
+    def init_server(self, model_dir: Optional[str] = None, *args: Any, **kwargs: Any) -> None:
+        """Prepares this server's tables (loaded from ``model_dir`` when given)."""
+        self._check_init("init_server")
+        _F.init_server(model_dir or kwargs.get("dirname") or "")
+
+    def run_server(self) -> None:
+        """Serves until every trainer has called stop_worker."""
+        self._check_init("run_server")
+        _F.run_server()
+
+    def init_worker(self, scopes: Any = None) -> None:
+        """Connects this trainer to the servers (after the startup program ran)."""
+        self._check_init("init_worker")
+        if _F.is_worker() and not self._is_collective():
+            _F.init_worker(False)
+
+    def stop_worker(self) -> None:
+        """Flushes what is queued and tells the servers this trainer is done."""
+        self._check_init("stop_worker")
+        if _F.is_worker() and not self._is_collective():
+            _F.stop_worker()
+
+    def _is_collective(self) -> bool:
+        return self._role is not None and self._role._is_collective
+
+    # ---- saving ----
+
+    def save_persistables(self, executor: Executor, dirname: str, main_program: Optional[Program] = None,
+                          mode: int = 0, filename: Optional[str] = None) -> None:
+        """Trainer 0 saves every persistable variable (for parameter servers:
+        the servers' tables); the others wait until it is done."""
+        self._check_init("save_persistables")
+        if filename is not None:
+            raise NotImplementedError("fleet.save_persistables(filename=...): Flotilla writes one directory; "
+                                      "nearest: omit filename")
+        with save_target(dirname) as target:
+            _F.save_persistables(executor._exe, target, main_program, global_scope())
+
+    def save_inference_model(self, executor: Executor, dirname: str, feeded_var_names: Sequence[Any],
+                             target_vars: Sequence[Any], main_program: Optional[Program] = None,
+                             export_for_deployment: bool = True, mode: int = 0) -> None:
+        """Trainer 0 saves an inference model; the others wait."""
+        self._check_init("save_inference_model")
+        _F.save_inference_model(executor._exe, dirname, _names(feeded_var_names), _names(target_vars),
+                                main_program, global_scope())
+
+    # ---- Paddle 1.x no-ops kept for scripts that call them ----
+
+    def stop(self, executor: Any = None) -> None:
+        """Paddle 1.x: the end of a job; waits for every trainer."""
+        if _F.is_worker() and self.worker_num() > 1 and self._is_collective():
+            _F.barrier_worker()
+
+
+__all__ = ["Fleet", "DistributedOptimizer"]

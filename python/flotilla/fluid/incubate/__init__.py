@@ -1,0 +1,1 @@
+"""Paddle 1.x ``fluid.incubate``: the 1.x fleet modules."""

@@ -1,0 +1,1 @@
+"""Paddle 1.x ``fluid.incubate.fleet.parameter_server``."""
