@@ -99,9 +99,9 @@ def resnet18(batch: int) -> Tuple[str, Dict[str, np.ndarray]]:
 
 # name -> (builder, batch, steps per timed run)
 MODELS: Dict[str, Tuple[Callable[[int], Tuple[str, Dict[str, np.ndarray]]], int, int]] = {
-    "fit_a_line": (fit_a_line, 20, 5000),
-    "mlp": (mlp, 64, 40),
-    "resnet18": (resnet18, 16, 6),
+    "fit_a_line": (fit_a_line, 20, 2000),
+    "mlp": (mlp, 64, 20),
+    "resnet18": (resnet18, 16, 4),
 }
 
 
@@ -250,7 +250,8 @@ def default_peer() -> str:
 def parse_args(argv: List[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
-    p.add_argument("--repeats", type=int, default=7, help="timed runs per side, alternating")
+    p.add_argument("--repeats", type=int, default=15,
+                   help="timed runs per side, alternating (short runs, many: both sides meet the same load)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps per side first")
     p.add_argument("--steps_scale", type=float, default=1.0, help="multiplies each model's steps per run")
     p.add_argument("--peer", default=default_peer(), help="the bench_python_peer binary")
