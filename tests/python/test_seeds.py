@@ -105,3 +105,52 @@ def test_seed003_collective_under_flotilla_launch(tmp_path):
          os.path.join(SEEDS, "collective_train.py")], str(tmp_path))
     for rank in (0, 1):
         check_binary_costs(costs(log(str(tmp_path), f"workerlog.{rank}"), WORKER_STEP), 1001)
+
+
+def test_seed000_transpiler_two_pservers_two_trainers_started_by_hand(tmp_path):
+    """Seed 000's four commands, one process each, as the seed starts them:
+    the pservers on 127.0.0.1 and 127.0.0.2 (both loopback) at one port."""
+    port = str(20000 + os.getpid() % 20000)
+    common = {"PADDLE_PSERVER_IPS": "127.0.0.1,127.0.0.2", "PADDLE_TRAINERS": "2", "PADDLE_PSERVER_PORT": port}
+    roles = [{"PADDLE_TRAINING_ROLE": "PSERVER", "PADDLE_CURRENT_IP": ip} for ip in ("127.0.0.1", "127.0.0.2")]
+    roles += [{"PADDLE_TRAINING_ROLE": "TRAINER", "PADDLE_TRAINER_ID": str(i)} for i in (0, 1)]
+    procs = []
+    try:
+        for i, role in enumerate(roles):
+            out = open(tmp_path / f"p{i}.log", "w")
+            procs.append(subprocess.Popen(compat("seed000_dist_train.py"), cwd=str(tmp_path), stdout=out,
+                                          stderr=subprocess.STDOUT, env=child_env({**common, **role})))
+        for p in procs:
+            p.wait(timeout=180)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    logs = [(tmp_path / f"p{i}.log").read_text() for i in range(4)]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], "\n".join(l[-1500:] for l in logs)
+    for trainer in logs[2:]:
+        found = [(int(e), float(v)) for e, v in re.findall(r"Epoch: (\d+), Batch: \d+, loss: ([-\d.e]+)", trainer)]
+        assert len(found) == 30 * 5, len(found)
+        first = [v for e, v in found if e == 0]
+        last = [v for e, v in found if e == 29]
+        # Linear regression on the housing prices: from hundreds to tens.
+        assert sum(last) / len(last) < sum(first) / len(first) / 5, (first, last)
+    for server in logs[:2]:
+        assert "every trainer finished" in server
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "geo"])
+def test_seed004_wide_and_deep_one_server_two_workers(tmp_path, mode):
+    """Seed 004's Paddle 2.x script: DataLoader without a feed until
+    paddle.core.EOFException, fleet.init_server/run_server, init_worker/
+    stop_worker, under the seed's launch command."""
+    proc = run([sys.executable, "-m", "flotilla.paddle_compat", "-m", "paddle.distributed.launch", "--server_num=1",
+                "--worker_num=2", os.path.join(SEEDS, "wide_and_deep", "train.py"), "--mode", mode], str(tmp_path))
+    assert "all 2 trainers finished" in proc.stdout + proc.stderr
+    for rank in (0, 1):
+        lines = re.findall(r"TRAIN ---> pass: 0 loss: ([-\d.e]+) auc: ([-\d.e]+)", log(str(tmp_path),
+                                                                                     f"workerlog.{rank}"))
+        assert len(lines) == 800 // 4, len(lines)  # every batch of the reader, then EOFException
+        for loss, auc in lines:
+            assert math.isfinite(float(loss)) and 0.0 <= float(auc) <= 1.0, (loss, auc)
