@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build test demo bench install clean
 
 all: build
 
@@ -25,6 +25,11 @@ demo: build
 bench: build
 	@scripts/install-deps.sh --bench
 	@scripts/bench.sh $(BUILD)
+
+# The flotilla launcher into PREFIX/bin and the Python package where
+# /usr/bin/python3 finds it (PREFIX/lib/python3/dist-packages); DESTDIR stages.
+install: build
+	@cmake --install $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

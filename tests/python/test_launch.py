@@ -111,3 +111,27 @@ def test_fleet_util_all_reduce_and_all_gather_between_ranks(tmp_path):
     for rank in range(3):
         with open(tmp_path / "log" / f"workerlog.{rank}") as f:
             assert f"util {rank} [3.0, 3.0] [6] [10, 11, 12]" in f.read()
+
+
+def test_installed_package_and_launcher_run_a_job(tmp_path):
+    """`make install` (cmake --install, staged with DESTDIR): the launcher
+    and the package run a 2-rank Python job with no build tree involved."""
+    dest = tmp_path / "dest"
+    subprocess.run(["cmake", "--install", build_path(), "--prefix", "/usr/local"], check=True, capture_output=True,
+                   env=dict(os.environ, DESTDIR=str(dest)), timeout=120)
+    site = dest / "usr" / "local" / "lib" / "python3" / "dist-packages"
+    launcher = dest / "usr" / "local" / "bin" / "flotilla"
+    assert (site / "flotilla" / "__init__.py").exists() and launcher.exists()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    proc = subprocess.run([str(launcher), "launch", "--nproc_per_node", "2", DIST_FIT, "--out", "dp.json",
+                           "--steps", "2"], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(tmp_path / "log" / "workerlog.1") as f:
+        assert "rank 1 step 1" in f.read()
+    # The workers imported the installed package, not a build tree's.
+    script = tmp_path / "where.py"
+    script.write_text("import flotilla\nprint('package at', flotilla.__file__)\n")
+    proc = subprocess.run([str(launcher), "launch", str(script)], cwd=str(tmp_path), env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert f"package at {site}/flotilla/__init__.py" in proc.stdout, proc.stdout + proc.stderr

@@ -18,10 +18,11 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def launcher_path() -> str:
     """The ``flotilla`` program: $FLOTILLA_BIN, the build's (BUILD/bin next
-    to BUILD/python/flotilla), or the one on PATH. Raises FileNotFoundError
+    to BUILD/python/flotilla), the package's own (pip), or the one on PATH. Raises FileNotFoundError
     saying where it looked."""
     in_tree = os.path.join(os.path.dirname(os.path.dirname(_PACKAGE_DIR)), "bin", "flotilla")
-    candidates = [os.environ.get("FLOTILLA_BIN"), in_tree, shutil.which("flotilla")]
+    installed = os.path.join(_PACKAGE_DIR, "bin", "flotilla")  # pip install . puts it there
+    candidates = [os.environ.get("FLOTILLA_BIN"), in_tree, installed, shutil.which("flotilla")]
     for path in candidates:
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
             return path
