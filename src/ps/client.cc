@@ -507,16 +507,20 @@ void PsClient::Save(const std::string& dir) {
   rpc::PathRequest req;
   req.set_dir(dir);
   std::vector<rpc::Ack> acks;
-  impl_->fanout.Run("Save", SameCallEverywhere(num_servers(), &req, &acks,
-                                               [](auto* a, auto... args) { a->Save(args...); }));
+  impl_->fanout.Run("Save",
+                    SameCallEverywhere(num_servers(), &req, &acks,
+                                       [](auto* a, auto... args) { a->Save(args...); }),
+                    impl_->options.table_io_timeout);
 }
 
 void PsClient::Load(const std::string& dir) {
   rpc::PathRequest req;
   req.set_dir(dir);
   std::vector<rpc::Ack> acks;
-  impl_->fanout.Run("Load", SameCallEverywhere(num_servers(), &req, &acks,
-                                               [](auto* a, auto... args) { a->Load(args...); }));
+  impl_->fanout.Run("Load",
+                    SameCallEverywhere(num_servers(), &req, &acks,
+                                       [](auto* a, auto... args) { a->Load(args...); }),
+                    impl_->options.table_io_timeout);
 }
 
 int64_t PsClient::Shrink() {
@@ -529,7 +533,7 @@ int64_t PsClient::Shrink() {
                        stub->async()->Shrink(ctx, &req, resp, std::move(done));
                      }});
   }
-  impl_->fanout.Run("Shrink", calls);
+  impl_->fanout.Run("Shrink", calls, impl_->options.table_io_timeout);
   int64_t dropped = 0;
   for (const auto& r : resps) dropped += r.dropped();
   return dropped;

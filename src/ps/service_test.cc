@@ -431,6 +431,27 @@ TEST(PsService, SaveLoadThroughTheClientAndCorruptionNamesTheFile) {
   RemoveAll(dir);
 }
 
+// Saving and loading grow with the tables, not with the request: they wait
+// table_io_timeout, not the (here 5 ms) deadline of every other call.
+TEST(PsService, SaveAndLoadOutlastTheRpcTimeout) {
+  Cluster cluster(1, 1, PsMode::kAsync);
+  auto client = cluster.Client(0, 1);
+  std::vector<int64_t> keys(400000);
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<int64_t>(i);
+  Tensor rows = client->PullSparse("emb", keys);  // 400k rows to save
+  PsClientOptions impatient;
+  impatient.rpc_timeout = std::chrono::milliseconds(5);
+  auto hurried = cluster.Client(0, 1, impatient);
+  const std::string dir = ::testing::TempDir() + "flotilla_ps_slow_save_" + std::to_string(::getpid());
+  RemoveAll(dir);
+  hurried->Save(dir);
+  client->PushSparse("emb", keys, Tensor::FromVector(std::vector<float>(keys.size() * kDim, 1.0f),
+                                                     {static_cast<int64_t>(keys.size()), kDim}));
+  hurried->Load(dir);
+  EXPECT_EQ(client->PullSparse("emb", keys).ToVector<float>(), rows.ToVector<float>());
+  RemoveAll(dir);
+}
+
 TEST(RequestDedup, RemembersTheLastCapacityIds) {
   RequestDedup dedup(2);
   EXPECT_TRUE(dedup.FirstTime(5));

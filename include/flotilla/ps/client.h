@@ -35,6 +35,9 @@ struct PsClientOptions {
   int max_attempts = 30;
   // Barrier attempts wait this long (must exceed the servers' barrier_timeout).
   std::chrono::milliseconds barrier_timeout{std::chrono::minutes(11)};
+  // Save, Load and Shrink attempts wait this long: their work grows with the
+  // tables (an ssd table of 20M rows writes gigabytes), not with the request.
+  std::chrono::milliseconds table_io_timeout{std::chrono::hours(1)};
   std::string token;  // sent with every request when non-empty
   SparseSlicer slicer = ModSlicer;
   int64_t min_block_size = kMinBlockSize;  // must match the servers' tables
