@@ -17,6 +17,7 @@ from ...executor import Executor
 from ...framework import Program, Variable, global_scope
 from ...optimizer import Optimizer, _names
 from .base.role_maker import MPISymetricRoleMaker, PaddleCloudRoleMaker, RoleMakerBase
+from .paddle_flags import warn_unhonoured
 from .strategy import DistributedStrategy
 
 _F = _core.fleet
@@ -84,6 +85,7 @@ class Fleet:
         if strategy is not None and not isinstance(strategy, DistributedStrategy):
             raise TypeError("fleet.init: strategy must be a fleet.DistributedStrategy")
         _F.init(role_maker._core)
+        warn_unhonoured()
         self._role = role_maker
         self._strategy = strategy
 

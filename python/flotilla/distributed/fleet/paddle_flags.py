@@ -1,0 +1,45 @@
+"""Paddle's ``FLAGS_*`` environment variables (seed 001 tunes with
+``FLAGS_sync_nccl_allreduce``, ``FLAGS_fuse_parameter_memory_size``,
+``FLAGS_fuse_parameter_groups_size``, ...). Flotilla honours
+``FLAGS_selected_gpus`` (the device list its launcher sets); every other one
+set in the environment is named in one warning when fleet starts, with what
+to do instead — never silently ignored."""
+
+import os
+import warnings
+from typing import Dict, List, Mapping, Optional
+
+HONOURED = {"FLAGS_selected_gpus"}
+
+# What a user reaches for instead, for the flags the seeds name.
+INSTEAD: Dict[str, str] = {
+    "FLAGS_sync_nccl_allreduce": "nothing: Flotilla's update ops always wait for their gradients' all-reduce",
+    "FLAGS_fuse_parameter_memory_size": "DistributedStrategy.fuse_grad_size_in_MB",
+    "FLAGS_fuse_parameter_groups_size": "DistributedStrategy.fuse_grad_size_in_MB (buckets are sized in MB)",
+    "FLAGS_fraction_of_gpu_memory_to_use": "nothing: Flotilla runs on the CPU",
+    "FLAGS_eager_delete_tensor_gb": "nothing: the executor frees intermediates by itself",
+    "FLAGS_communicator_send_queue_size": "DistributedStrategy.a_sync_configs",
+    "FLAGS_communicator_max_merge_var_num": "DistributedStrategy.a_sync_configs",
+}
+
+_warned: set = set()
+
+
+def warn_unhonoured(environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    """Warns (RuntimeWarning) once per process for each FLAGS_* variable in
+    ``environ`` (default: this process's) that Flotilla does not honour;
+    returns the names warned about now."""
+    env = os.environ if environ is None else environ
+    named = []
+    for name in sorted(env):
+        if not name.startswith("FLAGS_") or name in HONOURED or name in _warned:
+            continue
+        _warned.add(name)
+        named.append(name)
+        instead = INSTEAD.get(name, "none (see docs/python.md)")
+        warnings.warn(f"{name}={env[name]} is a Paddle flag Flotilla does not honour; instead: {instead}",
+                      RuntimeWarning, stacklevel=3)
+    return named
+
+
+__all__ = ["warn_unhonoured", "HONOURED", "INSTEAD"]
