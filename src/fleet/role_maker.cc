@@ -122,6 +122,12 @@ void PaddleCloudRoleMaker::ReadCollective() {
   if (!info_.current_endpoint.empty()) {
     ParseHostPort(info_.current_endpoint, "environment variable PADDLE_CURRENT_ENDPOINT");
   }
+  // Paddle's own launcher names no store: the trainers meet at the first
+  // trainer's endpoint, where trainer 0 hosts it.
+  if (info_.store_address.empty() && info_.worker_num > 1 && !info_.worker_endpoints.empty()) {
+    info_.store_address = info_.worker_endpoints.front();
+    info_.host_store = true;
+  }
 }
 
 void PaddleCloudRoleMaker::ReadParameterServer() {

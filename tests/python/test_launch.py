@@ -5,6 +5,7 @@ interpreter choice and the errors for bad commands."""
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -135,3 +136,31 @@ def test_installed_package_and_launcher_run_a_job(tmp_path):
     proc = subprocess.run([str(launcher), "launch", str(script)], cwd=str(tmp_path), env=env, capture_output=True,
                           text=True, timeout=60)
     assert f"package at {site}/flotilla/__init__.py" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_collective_job_with_only_paddle_launcher_variables(tmp_path, single):
+    """Paddle's own launcher sets PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM,
+    PADDLE_TRAINER_ENDPOINTS and PADDLE_CURRENT_ENDPOINT only: the trainers
+    meet at the first endpoint, where trainer 0 hosts the store."""
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    endpoints = [f"127.0.0.1:{p}" for p in ports]
+    procs = []
+    try:
+        for rank in range(2):
+            env = dict(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM="2",
+                       PADDLE_TRAINER_ENDPOINTS=",".join(endpoints), PADDLE_CURRENT_ENDPOINT=endpoints[rank])
+            procs.append(subprocess.Popen([sys.executable, DIST_FIT, "--out", "dp.json"], cwd=str(tmp_path),
+                                          env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True))
+        outputs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(o[-2000:] for o in outputs)
+    np.testing.assert_allclose(losses(str(tmp_path / "dp.json"), 2), single, rtol=1e-4, atol=1e-5)
