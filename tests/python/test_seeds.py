@@ -140,13 +140,18 @@ def test_seed000_transpiler_two_pservers_two_trainers_started_by_hand(tmp_path):
         assert "every trainer finished" in server
 
 
-@pytest.mark.parametrize("mode", ["sync", "async", "geo"])
-def test_seed004_wide_and_deep_one_server_two_workers(tmp_path, mode):
+@pytest.mark.parametrize("mode,launcher", [("sync", "paddle"), ("async", "paddle"), ("geo", "paddle"),
+                                           ("sync", "flotilla")])
+def test_seed004_wide_and_deep_one_server_two_workers(tmp_path, mode, launcher):
     """Seed 004's Paddle 2.x script: DataLoader without a feed until
     paddle.core.EOFException, fleet.init_server/run_server, init_worker/
-    stop_worker, under the seed's launch command."""
-    proc = run([sys.executable, "-m", "flotilla.paddle_compat", "-m", "paddle.distributed.launch", "--server_num=1",
-                "--worker_num=2", os.path.join(SEEDS, "wide_and_deep", "train.py"), "--mode", mode], str(tmp_path))
+    stop_worker, under the seed's launch command and under flotilla launch."""
+    script = [os.path.join(SEEDS, "wide_and_deep", "train.py"), "--mode", mode]
+    if launcher == "paddle":
+        command = [sys.executable, "-m", "flotilla.paddle_compat", "-m", "paddle.distributed.launch"]
+    else:
+        command = [LAUNCHER, "launch", "--paddle_compat"]
+    proc = run(command + ["--server_num=1", "--worker_num=2"] + script, str(tmp_path))
     assert "all 2 trainers finished" in proc.stdout + proc.stderr
     for rank in (0, 1):
         lines = re.findall(r"TRAIN ---> pass: 0 loss: ([-\d.e]+) auc: ([-\d.e]+)", log(str(tmp_path),
