@@ -105,7 +105,12 @@ void TrainerInitKernel(ExecutionContext& ctx) {
     if (seed) rt->client->InitDense(vars);
     rt->client->Barrier();
     rt->client->PullDense(vars);
-    if (rt->mode == PsMode::kAsync) StartAsync(ctx, *rt, vars);
+    if (rt->mode == PsMode::kAsync) {
+      // Async pushes apply at once: nobody pushes before everyone has the
+      // seed, so every trainer's first step sees the initial parameters.
+      rt->client->Barrier();
+      StartAsync(ctx, *rt, vars);
+    }
   }
   ps::InstallTrainerRuntime(rt);
   log::Info("ps: trainer {} connected to {} server(s), {} mode", trainer_id,
