@@ -1,5 +1,6 @@
 // ps_trainer_init, ps_send, ps_barrier, ps_recv, ps_geo_step: the trainer
 // side of a transpiled parameter-server program.
+#include <algorithm>
 #include <mutex>
 
 #include "fleet/ps/ps_ops.h"
@@ -40,6 +41,9 @@ ps::PsClientOptions ClientOptions(const ExecutionContext& ctx) {
   if (timeout_ms <= 0) timeout_ms = env::GetInt("FLOTILLA_PS_TIMEOUT_MS", 30000);
   opt.retry_timeout = std::chrono::milliseconds(timeout_ms);
   opt.rpc_timeout = std::chrono::milliseconds(timeout_ms);
+  // Retries of an unreachable server (1 s apart once backed off) last the
+  // whole timeout: a server loading a large table before it listens is waited for.
+  opt.max_attempts = std::max<int>(opt.max_attempts, static_cast<int>(timeout_ms / 1000) + 5);
   opt.token = ctx.AttrOr<std::string>("token", "");
   if (opt.token.empty()) opt.token = env::GetOr("FLOTILLA_PS_TOKEN", "");
   opt.min_block_size = ctx.AttrOr<int64_t>("min_block_size", ps::kMinBlockSize);
