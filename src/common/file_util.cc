@@ -58,6 +58,33 @@ std::string ReadFile(const std::string& path) {
   return buf.str();
 }
 
+std::string ReadFileAtMost(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT) FLOTILLA_THROW(NotFound, "cannot open file '", path, "'");
+  if (fd < 0) FLOTILLA_THROW(Unavailable, "cannot open '", path, "': ", std::strerror(errno));
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const uint64_t size = regular ? static_cast<uint64_t>(st.st_size) : 0;
+  if (!regular || size > max_bytes) {
+    ::close(fd);
+    FLOTILLA_CHECK(regular, Corruption, what, " ('", path, "') is not a regular file");
+    FLOTILLA_THROW(Corruption, what, " ('", path, "') holds ", size, " bytes, more than the ",
+                   max_bytes, " expected");
+  }
+  std::string data(size, '\0');
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, data.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  FLOTILLA_CHECK(done == size, Corruption, what, " ('", path, "') changed size while read");
+  return data;
+}
+
 bool FileExists(const std::string& path) {
   std::error_code ec;
   return fs::exists(path, ec);

@@ -10,7 +10,8 @@ int64_t Product(const Dims& dims, size_t begin, size_t end) {
   int64_t n = 1;
   for (size_t i = begin; i < end; ++i) {
     if (dims[i] < 0) return -1;
-    n *= dims[i];
+    FLOTILLA_ENFORCE(!__builtin_mul_overflow(n, dims[i], &n), "the element count of shape ",
+                     DimsToString(dims), " overflows a 64-bit integer");
   }
   return n;
 }
@@ -36,6 +37,26 @@ bool DimsCompatible(const Dims& expected, const Dims& actual) {
     if (expected[i] >= 0 && expected[i] != actual[i]) return false;
   }
   return true;
+}
+
+int64_t CheckedMul(int64_t a, int64_t b, const std::string& what) {
+  int64_t out = 0;
+  FLOTILLA_CHECK(a >= 0 && b >= 0 && !__builtin_mul_overflow(a, b, &out), Corruption, what,
+                 ": size ", a, " x ", b, " is negative or overflows");
+  return out;
+}
+
+size_t CheckedByteSize(const Dims& dims, size_t element_bytes, size_t max_bytes,
+                       const std::string& what) {
+  uint64_t bytes = element_bytes;
+  for (int64_t d : dims) {
+    FLOTILLA_CHECK(d >= 0 && !__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes),
+                   Corruption, what, ": shape ", DimsToString(dims),
+                   " has a negative dimension or overflows");
+  }
+  FLOTILLA_CHECK(bytes <= max_bytes, Corruption, what, ": shape ", DimsToString(dims), " needs ",
+                 bytes, " bytes, more than the limit of ", max_bytes);
+  return static_cast<size_t>(bytes);
 }
 
 }  // namespace flotilla

@@ -48,7 +48,7 @@ DistributedStrategy DistributedStrategy::FromText(const std::string& text, const
 }
 
 DistributedStrategy DistributedStrategy::FromTextFile(const std::string& path) {
-  return FromText(ReadFile(path), path);
+  return FromText(ReadFileAtMost(path, 16u << 20, "strategy file"), path);
 }
 
 std::string DistributedStrategy::ToText() const {

@@ -70,7 +70,8 @@ std::vector<ManifestEntry> ReadManifest(const std::string& dir) {
   const std::string path = dir + "/" + internal::kManifestName;
   FLOTILLA_CHECK(FileExists(path), NotFound, "checkpoint '", dir, "' has no ", 
                  internal::kManifestName, " (", path, " is missing)");
-  return internal::ParseManifest(ReadFile(path), path);
+  return internal::ParseManifest(
+      ReadFileAtMost(path, internal::kMaxManifestBytes, "checkpoint manifest"), path);
 }
 
 }  // namespace flotilla::io

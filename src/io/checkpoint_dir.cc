@@ -32,7 +32,8 @@ Tensor ReadEntry(const std::string& dir, const ManifestEntry& e) {
   const std::string path = JoinPath(dir, e.file);
   const std::string what = StrCat("checkpoint file '", path, "' of variable '", e.name, "'");
   FLOTILLA_CHECK(FileExists(path), NotFound, what, " is missing");
-  std::string bytes = ReadFile(path);
+  // Never more than the manifest's size is read.
+  std::string bytes = ReadFileAtMost(path, e.bytes, what + " (per the MANIFEST)");
   FLOTILLA_CHECK(bytes.size() == e.bytes, Corruption, what, " is truncated or altered: ",
                  bytes.size(), " bytes, the manifest says ", e.bytes);
   FLOTILLA_CHECK(Crc32c(bytes.data(), bytes.size()) == e.crc32c, Corruption, what,

@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_dir.h"
@@ -18,6 +19,7 @@ namespace {
 
 constexpr char kStepPrefix[] = "step-";
 constexpr char kStateFile[] = "STATE.json";
+constexpr uint64_t kMaxStateBytes = 16u << 20;
 
 std::string EncodeState(const TrainingState& s) {
   nlohmann::json j = {{"step", s.step},
@@ -42,12 +44,16 @@ TrainingState DecodeState(const std::string& text, const std::string& path) {
   return s;
 }
 
-// "step-12" → 12; anything else (temporaries, other files) → nullopt.
+// "step-12" → 12; anything else (temporaries, other files, a number too
+// large for int64) → nullopt: a stray name never breaks a save.
 std::optional<int64_t> StepOf(const std::string& name) {
   if (!StartsWith(name, kStepPrefix)) return std::nullopt;
   const std::string digits = name.substr(sizeof(kStepPrefix) - 1);
   if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return std::nullopt;
-  return std::stoll(digits);
+  int64_t step = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return step;
 }
 
 }  // namespace
@@ -111,7 +117,9 @@ TrainingState CheckpointManager::Load(const Program& program, Scope& scope,
   const std::string path = StepDir(*step);
   FLOTILLA_CHECK(FileExists(path + "/" + kStateFile), NotFound, "checkpoint '", path,
                  "' does not exist (saved steps: ", Steps().size(), ")");
-  TrainingState state = DecodeState(ReadFile(path + "/" + kStateFile), path + "/" + kStateFile);
+  const std::string state_path = path + "/" + kStateFile;
+  TrainingState state =
+      DecodeState(ReadFileAtMost(state_path, kMaxStateBytes, "training state"), state_path);
   LoadPersistables(path, program, scope);
   return state;
 }

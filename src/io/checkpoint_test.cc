@@ -1,14 +1,18 @@
 #include "flotilla/io/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "flotilla/common/file_util.h"
+#include "io/manifest.h"
 #include "io/testing/temp_dir.h"
 
 namespace flotilla::io {
@@ -194,6 +198,61 @@ TEST_F(CheckpointTest, AnUnwritableTargetFailsWithoutTouchingTheOldCheckpoint) {
   ::chmod(parent.c_str(), 0755);
   EXPECT_EQ(LoadedW0(dir), 1.0f);
 }
+
+// Rewrites dir's MANIFEST so that its first entry names `file`.
+void PointFirstEntryAt(const std::string& dir, const std::string& file) {
+  std::vector<ManifestEntry> entries = ReadManifest(dir);
+  entries.at(0).file = file;
+  WriteFileAtomic(dir + "/" + internal::kManifestName, internal::FormatManifest(entries));
+}
+
+TEST_F(CheckpointTest, ManifestFilesOutsideTheCheckpointAreRefused) {
+  const std::string dir = tmp / "ckpt";
+  SavePersistables(dir, program, scope);
+  const std::string entry_file = ReadManifest(dir)[0].file;
+  // A valid tensor file beside the checkpoint, reachable by ".." or by an
+  // absolute path: a manifest must not lead the loader there.
+  fs::copy_file(dir + "/" + entry_file, tmp / "outside.tensor");
+  for (const std::string& file : {std::string("../outside.tensor"), tmp / "outside.tensor",
+                                  std::string("sub/../../outside.tensor"), std::string("..")}) {
+    SavePersistables(dir, program, scope);
+    PointFirstEntryAt(dir, file);
+    const std::string error = LoadError(dir, program);
+    EXPECT_NE(error.find("Corruption"), std::string::npos) << file << ": " << error;
+    EXPECT_NE(error.find("MANIFEST"), std::string::npos) << file << ": " << error;
+  }
+}
+
+// Peak resident memory of a child that runs `fn`, in MiB above its start.
+long ChildPeakGrowthMiB(const std::function<void()>& fn) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    rusage before{};
+    getrusage(RUSAGE_SELF, &before);
+    try {
+      fn();
+    } catch (...) {
+    }
+    rusage after{};
+    getrusage(RUSAGE_SELF, &after);
+    _exit(static_cast<int>(std::min<long>((after.ru_maxrss - before.ru_maxrss) / 1024, 250)));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+TEST_F(CheckpointTest, AFileLargerThanItsManifestSaysIsRefusedBeforeItIsRead) {
+  const std::string dir = tmp / "ckpt";
+  SavePersistables(dir, program, scope);
+  const std::string path = dir + "/" + ReadManifest(dir)[0].file;
+  fs::resize_file(path, 256u << 20);  // sparse: no disk used
+  const std::string error = LoadError(dir, program);
+  EXPECT_NE(error.find("Corruption"), std::string::npos) << error;
+  // Reading the 256 MiB to find out would show in the peak memory.
+  EXPECT_LT(ChildPeakGrowthMiB([&] { LoadError(dir, program); }), 32);
+}
+
 
 TEST(TensorFileTest, RoundTripsEveryDTypeAndEdgeShape) {
   TempDir tmp;

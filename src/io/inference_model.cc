@@ -12,6 +12,10 @@
 #include "flotilla/io/checkpoint.h"
 
 namespace flotilla::io {
+
+// A program description larger than this is refused before it is read.
+constexpr uint64_t kMaxModelBytes = 256u << 20;
+
 namespace {
 
 // The program that computes `fetch` from `feed`: backward and optimizer ops
@@ -83,9 +87,10 @@ InferenceModel LoadInferenceModel(const std::string& dir, Scope& scope) {
   const std::string names_path = dir + "/" + kFeedFetchFileName;
   FLOTILLA_CHECK(FileExists(model_path), NotFound, "inference model '", dir, "' has no ",
                  kModelFileName, " (", model_path, " is missing)");
-  std::string model = ReadFile(model_path);
+  std::string model = ReadFileAtMost(model_path, kMaxModelBytes, "model file");
   InferenceModel out;
-  ParseFeedFetch(ReadFile(names_path), names_path, model, model_path, &out);
+  ParseFeedFetch(ReadFileAtMost(names_path, kMaxModelBytes, "feed/fetch file"), names_path, model,
+                 model_path, &out);
   out.program = Program::Parse(model, "model file '" + model_path + "'");
   LoadPersistables(dir, out.program, scope);
   return out;

@@ -37,10 +37,18 @@ std::string FormatEntry(const ManifestEntry& e) {
                 EncodeName(e.file), '\t', e.bytes, '\t', Hex32(e.crc32c), '\n');
 }
 
+// A file of the checkpoint itself: one plain name, never a path that could
+// lead out of the directory ("..", "/etc/x", "a/../../x").
+bool IsPlainFileName(const std::string& file) {
+  return !file.empty() && file != "." && file != ".." && file.find('/') == std::string::npos &&
+         file.find('\0') == std::string::npos;
+}
+
 // Parses one entry line; false when any field is malformed.
 bool ParseEntry(const std::string& line, ManifestEntry* e) {
   std::vector<std::string> f = Split(line, '\t', /*skip_empty=*/false);
   if (f.size() != 6 || !DecodeName(f[0], &e->name) || !DecodeName(f[3], &e->file)) return false;
+  if (!IsPlainFileName(e->file)) return false;
   try {
     e->dtype = ParseDType(f[1]);
     e->dims.clear();

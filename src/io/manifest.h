@@ -6,6 +6,7 @@
 // Names and files are percent-encoded, so any variable name fits on a line.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 namespace flotilla::io::internal {
 
 inline constexpr const char* kManifestName = "MANIFEST";
+// A larger MANIFEST is refused before it is read (a line is ~100 bytes).
+inline constexpr uint64_t kMaxManifestBytes = 64u << 20;
 
 std::string FormatManifest(const std::vector<ManifestEntry>& entries);
 // Throws Corruption naming `path` and the line when the text is damaged.

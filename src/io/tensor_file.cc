@@ -72,13 +72,12 @@ Tensor DecodeTensor(const std::string& bytes, const std::string& what) {
   FLOTILLA_CHECK(data_at <= body, Corruption, what, " is truncated inside its header");
   Dims dims(rank);
   for (uint32_t i = 0; i < rank; ++i) dims[i] = Get<int64_t>(bytes, kFixedHeader + i * 8);
-  for (int64_t d : dims) {
-    FLOTILLA_CHECK(d >= 0, Corruption, what, " has a negative dimension in ", DimsToString(dims));
-  }
-  Tensor t(static_cast<DType>(code), dims);
-  FLOTILLA_CHECK( t.nbytes() == body - data_at, Corruption, what,
-                 " holds ", body - data_at, " data bytes but its header says ",
-                 DTypeName(t.dtype()), " ", DimsToString(dims));
+  const DType dtype = static_cast<DType>(code);
+  // Sized and checked against the bytes present before anything is allocated.
+  const size_t data_bytes = CheckedByteSize(dims, SizeOf(dtype), body - data_at, what);
+  FLOTILLA_CHECK(data_bytes == body - data_at, Corruption, what, " holds ", body - data_at,
+                 " data bytes but its header says ", DTypeName(dtype), " ", DimsToString(dims));
+  Tensor t(dtype, dims);
   void* dst = t.raw_mutable_data(t.dtype());
   if (t.nbytes() > 0) std::memcpy(dst, bytes.data() + data_at, t.nbytes());
   return t;
@@ -91,7 +90,8 @@ void SaveTensor(const std::string& path, const Tensor& tensor) {
 }
 
 Tensor LoadTensor(const std::string& path) {
-  return internal::DecodeTensor(ReadFile(path), "tensor file '" + path + "'");
+  const std::string what = "tensor file '" + path + "'";
+  return internal::DecodeTensor(ReadFileAtMost(path, UINT64_MAX, what), what);
 }
 
 }  // namespace flotilla::io

@@ -2,6 +2,7 @@
 // final name: data goes to "<path>.tmp.<pid>", is fsync'ed, then renamed.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,11 @@ namespace flotilla {
 void WriteFileAtomic(const std::string& path, std::string_view data);
 // Reads a whole file; throws NotFound naming the path when it is missing.
 std::string ReadFile(const std::string& path);
+// Reads a whole regular file of at most `max_bytes`, checking its size
+// before reading anything: throws NotFound naming the path when it is
+// missing, Corruption naming `what` when it is not a regular file (a FIFO,
+// a device) or is larger than `max_bytes`.
+std::string ReadFileAtMost(const std::string& path, uint64_t max_bytes, const std::string& what);
 bool FileExists(const std::string& path);
 // mkdir -p; throws Unavailable naming the path on failure.
 void MakeDirs(const std::string& path);
