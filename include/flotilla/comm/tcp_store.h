@@ -29,6 +29,14 @@ struct TCPStoreOptions {
   std::string token;
 };
 
+// Bounds the server puts on what clients send. Before a client has
+// authenticated, frames are limited to 64 KiB whatever these say.
+struct TCPStoreServerOptions {
+  std::string token;                      // shared secret; empty = none
+  uint32_t max_message_bytes = 1u << 30;  // one request of an authenticated client
+  uint32_t max_keys = 1u << 16;           // keys named by one check or wait
+};
+
 class TCPStoreServerImpl;
 
 // Serves a store from a background thread until destroyed.
@@ -39,6 +47,8 @@ class TCPStoreServer {
   // it cannot bind.
   static std::unique_ptr<TCPStoreServer> Start(const std::string& host, int port,
                                                const std::string& token = "");
+  static std::unique_ptr<TCPStoreServer> Start(const std::string& host, int port,
+                                               TCPStoreServerOptions options);
   ~TCPStoreServer();
   TCPStoreServer(const TCPStoreServer&) = delete;
   TCPStoreServer& operator=(const TCPStoreServer&) = delete;

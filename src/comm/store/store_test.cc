@@ -1,5 +1,16 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "flotilla/comm/file_store.h"
@@ -8,6 +19,18 @@
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/error.h"
 #include "flotilla/common/file_util.h"
+
+// Counts accept() calls that failed for lack of descriptors: this binary's
+// accept4 goes through here.
+namespace {
+std::atomic<int> g_failed_accepts{0};
+}  // namespace
+
+extern "C" int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  int rc = static_cast<int>(::syscall(SYS_accept4, fd, addr, len, flags));
+  if (rc < 0 && errno == EMFILE) ++g_failed_accepts;
+  return rc;
+}
 
 namespace flotilla::comm {
 namespace {
@@ -192,6 +215,122 @@ TEST(TCPStore, ManyWaitersAndLargeValues) {
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7);
   s->set("big", big);
   EXPECT_EQ(ConnectStore(server->address())->get("big"), big);
+}
+
+// A raw connection to a store server, for sending what no client would.
+class RawConn {
+ public:
+  explicit RawConn(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawConn() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  // True when the server closed the connection within `timeout` (reading
+  // and dropping whatever it sent first).
+  bool ClosedWithin(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    char buf[4096];
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return true;
+    }
+    return false;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+std::string Frame(uint32_t length, const std::string& body) {
+  std::string out(4, '\0');
+  std::memcpy(out.data(), &length, 4);
+  return out + body;
+}
+
+TEST(TCPStoreBounds, AnOversizedFrameBeforeHelloIsClosedAtOnce) {
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, "secret");
+  RawConn conn(server->port());
+  ASSERT_TRUE(conn.connected());
+  // Announces 1 MiB and sends a little: the server must not wait for (and
+  // buffer) the rest from a client that has not authenticated.
+  ASSERT_TRUE(conn.Send(Frame(1u << 20, std::string(100, 'x'))));
+  EXPECT_TRUE(conn.ClosedWithin(2s));
+  RawConn flood(server->port());
+  ASSERT_TRUE(flood.connected());
+  std::string chunk(64 << 10, 'y');
+  bool closed = false;
+  for (int i = 0; i < 64 && !closed; ++i) closed = !flood.Send(chunk) || flood.ClosedWithin(10ms);
+  EXPECT_TRUE(closed || flood.ClosedWithin(2s)) << "4 MiB accepted before a hello";
+  // The server is still serving.
+  TCPStoreOptions good;
+  good.token = "secret";
+  ConnectStore(server->address(), good)->setString("k", "v");
+}
+
+TEST(TCPStoreBounds, KeyCountsAreCheckedAgainstTheLimitAndTheBytesLeft) {
+  auto server = TCPStoreServer::Start("127.0.0.1", 0);
+  auto store = ConnectStore(server->address());
+  std::vector<std::string> keys(70000, "");
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = std::to_string(i);
+  try {
+    store->check(keys);
+    FAIL() << "a check of 70000 keys was served";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("65536"), std::string::npos) << e.what();
+  }
+  // A count no message could hold: answered with an error, not a huge vector.
+  RawConn conn(server->port());
+  std::string hello = std::string(1, char(1)) + std::string(4, '\0');
+  std::string check = std::string(1, char(5)) + std::string("\xff\xff\x00\x00", 4);
+  ASSERT_TRUE(conn.Send(Frame(5, hello) + Frame(5, check)));
+  EXPECT_TRUE(conn.ClosedWithin(2s));
+  store = ConnectStore(server->address());
+  store->setString("still", "serving");
+  EXPECT_EQ(store->getString("still"), "serving");
+}
+
+TEST(TCPStoreBounds, OutOfDescriptorsTheAcceptLoopBacksOff) {
+  int ready[2], go[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {  // the server, in a process whose descriptor table is full
+    auto server = TCPStoreServer::Start("127.0.0.1", 0);
+    rlimit lim{64, 64};
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    while (::open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0) {
+    }
+    const int port = server->port();
+    (void)!::write(ready[1], &port, sizeof(port));
+    char c;
+    (void)!::read(go[0], &c, 1);  // the parent's connection is queued now
+    const int before = g_failed_accepts.load();
+    std::this_thread::sleep_for(1s);
+    // Spinning makes thousands of attempts a second even on a busy machine;
+    // backing off makes about ten.
+    _exit(g_failed_accepts.load() - before < 100 ? 0 : 1);
+  }
+  int port = 0;
+  ASSERT_EQ(::read(ready[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  RawConn conn(port);  // sits in the backlog: the server cannot accept it
+  ASSERT_TRUE(conn.connected());
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the server spun on accept() while out of descriptors";
+  for (int fd : {ready[0], ready[1], go[0], go[1]}) ::close(fd);
 }
 
 }  // namespace

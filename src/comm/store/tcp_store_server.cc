@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 class TCPStoreServerImpl {
  public:
-  TCPStoreServerImpl(const std::string& host, int port, std::string token);
+  TCPStoreServerImpl(const std::string& host, int port, TCPStoreServerOptions options);
   ~TCPStoreServerImpl();
 
   int port() const { return port_; }
@@ -64,7 +64,9 @@ class TCPStoreServerImpl {
 
   std::string host_;
   int port_ = 0;
-  std::string token_;
+  TCPStoreServerOptions options_;
+  // Out of descriptors: the listening socket rests until then (no spin).
+  Clock::time_point accept_paused_until_{};
   net::Fd listen_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
@@ -76,8 +78,9 @@ class TCPStoreServerImpl {
   std::thread thread_;
 };
 
-TCPStoreServerImpl::TCPStoreServerImpl(const std::string& host, int port, std::string token)
-    : host_(host.empty() ? "0.0.0.0" : host), token_(std::move(token)) {
+TCPStoreServerImpl::TCPStoreServerImpl(const std::string& host, int port,
+                                       TCPStoreServerOptions options)
+    : host_(host.empty() ? "0.0.0.0" : host), options_(std::move(options)) {
   listen_ = net::Listen(host, port);
   port_ = net::LocalPort(listen_.get());
   net::SetNonBlocking(listen_.get());
@@ -97,6 +100,9 @@ TCPStoreServerImpl::~TCPStoreServerImpl() {
 int TCPStoreServerImpl::PollTimeoutMs() const {
   auto now = Clock::now();
   int64_t ms = 1000;
+  if (accept_paused_until_ > now) {
+    ms = std::chrono::duration_cast<std::chrono::milliseconds>(accept_paused_until_ - now).count() + 1;
+  }
   for (const auto& p : parked_) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p.deadline - now).count();
     ms = std::min<int64_t>(ms, std::max<int64_t>(left + 1, 0));
@@ -109,7 +115,8 @@ void TCPStoreServerImpl::Loop() {
   while (!stop_) {
     fds.clear();
     fds.push_back({wake_[0], POLLIN, 0});
-    fds.push_back({listen_.get(), POLLIN, 0});
+    const bool accepting = Clock::now() >= accept_paused_until_;
+    fds.push_back({accepting ? listen_.get() : -1, POLLIN, 0});
     for (auto& [fd, c] : conns_) {
       fds.push_back({fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
     }
@@ -144,6 +151,13 @@ void TCPStoreServerImpl::Loop() {
 void TCPStoreServerImpl::Accept() {
   while (true) {
     int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+      // The connection stays queued; polling the listener now would spin.
+      log::Warn("TCPStoreServer {}: cannot accept a connection ({}); retrying in 100 ms",
+                address(), strerror(errno));
+      accept_paused_until_ = Clock::now() + std::chrono::milliseconds(100);
+      return;
+    }
     if (fd < 0) return;
     net::SetNoDelay(fd);
     conns_[fd].fd = net::Fd(fd);
@@ -156,6 +170,12 @@ void TCPStoreServerImpl::ReadFrom(Conn& c) {
     ssize_t k = ::recv(c.fd.get(), buf, sizeof(buf), 0);
     if (k > 0) {
       c.in.insert(c.in.end(), buf, buf + k);
+      if (!c.authed && c.in.size() > 4 + wire::kMaxPreAuthMessage) {
+        log::Warn("TCPStoreServer {}: closed a connection sending more than {} bytes before "
+                  "authenticating", address(), wire::kMaxPreAuthMessage);
+        c.fd = net::Fd();
+        return;
+      }
       continue;
     }
     if (k < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -166,7 +186,12 @@ void TCPStoreServerImpl::ReadFrom(Conn& c) {
   while (c.in.size() - pos >= 4 && !c.closing) {
     uint32_t n;
     std::memcpy(&n, c.in.data() + pos, 4);
-    if (n > wire::kMaxMessage) {
+    // Checked before the body is buffered: a client that has not proved
+    // the secret cannot make the server hold more than 64 KiB for it.
+    const uint32_t limit = c.authed ? options_.max_message_bytes : wire::kMaxPreAuthMessage;
+    if (n > limit) {
+      log::Warn("TCPStoreServer {}: closed a connection announcing a {}-byte message (limit {})",
+                address(), n, limit);
       c.fd = net::Fd();
       return;
     }
@@ -175,7 +200,7 @@ void TCPStoreServerImpl::ReadFrom(Conn& c) {
     pos += 4 + n;
     try {
       HandleMessage(c, r);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // Error, or bad_alloc: the server lives on
       Reply(c, wire::Writer().u8(wire::kBadRequest).str(e.what()));
       c.closing = true;
     }
@@ -206,7 +231,7 @@ void TCPStoreServerImpl::HandleMessage(Conn& c, wire::Reader& r) {
   uint8_t cmd = r.u8();
   if (cmd == wire::kHello) {
     std::string token = r.str();
-    if (!token_.empty() && token != token_) {
+    if (!options_.token.empty() && token != options_.token) {
       log::Warn("TCPStoreServer {}: refused a client presenting a wrong token", address());
       Reply(c, wire::Writer().u8(wire::kRefused));
       c.closing = true;
@@ -245,10 +270,10 @@ void TCPStoreServerImpl::HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r) {
       return;
     }
     case wire::kCheck:
-      Reply(c, wire::Writer().u8(wire::kOk).u8(Missing(r.strs()).empty() ? 1 : 0));
+      Reply(c, wire::Writer().u8(wire::kOk).u8(Missing(r.strs(options_.max_keys)).empty() ? 1 : 0));
       return;
     case wire::kWait: {
-      auto keys = r.strs();
+      auto keys = r.strs(options_.max_keys);
       Park(c, cmd, std::move(keys), r.i64());
       return;
     }
@@ -318,7 +343,14 @@ std::vector<std::string> TCPStoreServerImpl::Missing(const std::vector<std::stri
 
 std::unique_ptr<TCPStoreServer> TCPStoreServer::Start(const std::string& host, int port,
                                                        const std::string& token) {
-  auto impl = std::make_unique<TCPStoreServerImpl>(host, port, token);
+  TCPStoreServerOptions options;
+  options.token = token;
+  return Start(host, port, std::move(options));
+}
+
+std::unique_ptr<TCPStoreServer> TCPStoreServer::Start(const std::string& host, int port,
+                                                       TCPStoreServerOptions options) {
+  auto impl = std::make_unique<TCPStoreServerImpl>(host, port, std::move(options));
   return std::unique_ptr<TCPStoreServer>(new TCPStoreServer(std::move(impl)));
 }
 

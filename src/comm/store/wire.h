@@ -26,6 +26,8 @@ enum Status : uint8_t { kOk = 0, kTimeout = 1, kRefused = 2, kBadRequest = 3 };
 
 // Largest message either side accepts; guards against garbage lengths.
 constexpr uint32_t kMaxMessage = 1u << 30;
+// Largest message the server reads from a client not yet authenticated.
+constexpr uint32_t kMaxPreAuthMessage = 64u << 10;
 
 class Writer {
  public:
@@ -75,9 +77,15 @@ class Reader {
     Bytes b = bytes();
     return std::string(b.begin(), b.end());
   }
-  std::vector<std::string> strs() {
+  // A list of at most `max` strings; the count is checked against `max` and
+  // against the bytes left (4 per string at least) before anything grows.
+  std::vector<std::string> strs(uint32_t max = UINT32_MAX) {
     uint32_t n = u32();
+    FLOTILLA_CHECK(n <= max, InvalidArgument, "TCPStore request names ", n,
+                   " keys, more than the limit of ", max);
+    Need(static_cast<size_t>(n) * 4);
     std::vector<std::string> out;
+    out.reserve(n);
     for (uint32_t i = 0; i < n; ++i) out.push_back(str());
     return out;
   }
