@@ -91,6 +91,25 @@ TEST(LaunchAbort, SigintStopsEveryChild) {
   EXPECT_NO_PROBES_LEFT(dir.path());
 }
 
+// Waiting for a node that never comes (the rendezvous allows 120 s), the
+// launcher still stops at once on SIGINT or SIGTERM.
+TEST(LaunchAbort, SignalsAreHonouredWhileWaitingForOtherNodes) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    TempDir dir;
+    const std::string master = "127.0.0.1:" + std::to_string(FreePort());
+    Child launcher(LaunchArgs(dir, {"--master", master, "--nnodes", "2"}, {"--sleep", "60"}),
+                   dir.path());
+    std::this_thread::sleep_for(milliseconds(1500));  // well inside the rendezvous
+    const auto sent = Clock::now();
+    launcher.Kill(sig);
+    EXPECT_EQ(launcher.WaitCode(seconds(5)), 128 + sig) << launcher.Stderr();
+    EXPECT_LT(Clock::now() - sent, seconds(3));
+    EXPECT_NE(launcher.Stderr().find("while meeting the other nodes"), std::string::npos)
+        << launcher.Stderr();
+    EXPECT_NO_PROBES_LEFT(dir.path());
+  }
+}
+
 TEST(LaunchAbort, SecondSignalKillsAtOnce) {
   TempDir dir;
   Child launcher(LaunchArgs(dir, {"--nproc_per_node", "2", "--grace_period", "60"},

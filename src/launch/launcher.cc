@@ -1,7 +1,16 @@
 #include "launch/launcher.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <iostream>
+#include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "comm/shm/shm_names.h"
 #include "flotilla/common/enforce.h"
@@ -9,6 +18,7 @@
 #include "flotilla/common/logging.h"
 #include "launch/elastic/elastic_rendezvous.h"
 #include "launch/env_contract.h"
+#include "launch/exit_status.h"
 #include "launch/net_util.h"
 #include "launch/node_plan.h"
 #include "launch/observe.h"
@@ -85,6 +95,49 @@ void PrintBanner(const LaunchOptions& options, RunMode mode, const ClusterSpec& 
   std::cerr << text << std::flush;
 }
 
+// Runs `fn` — a phase with no child running that may block for long
+// (meeting the other nodes, waiting for them at the end) — on a helper
+// thread while this thread watches the launcher's signals: SIGINT, SIGTERM
+// or SIGHUP ends the launcher at once with 128 + signal. There is nothing
+// to stop in these phases; an elastic registration lapses with its lease.
+template <typename Fn>
+auto Interruptible(SignalFd& signals, const char* phase, Fn&& fn) -> decltype(fn()) {
+  using Result = decltype(fn());
+  std::optional<std::conditional_t<std::is_void_v<Result>, int, Result>> result;
+  std::exception_ptr error;
+  int done[2];
+  FLOTILLA_CHECK(pipe2(done, O_CLOEXEC) == 0, Unavailable, "pipe2: ", std::strerror(errno));
+  std::thread helper([&] {
+    try {
+      if constexpr (std::is_void_v<Result>) {
+        fn();
+        result = 0;
+      } else {
+        result.emplace(fn());
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    close(done[1]);
+  });
+  while (true) {
+    pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {done[0], POLLIN, 0}};
+    poll(fds, 2, -1);
+    if (fds[1].revents != 0) break;
+    for (int sig : signals.Drain()) {
+      if (sig == SIGCHLD) continue;
+      log::Warn("received {} while {}: exiting", SignalName(sig), phase);
+      log::Flush();
+      std::cerr << std::flush;
+      std::_Exit(128 + sig);
+    }
+  }
+  helper.join();
+  close(done[0]);
+  if (error) std::rethrow_exception(error);
+  if constexpr (!std::is_void_v<Result>) return std::move(*result);
+}
+
 int Finish(const ClusterSpec& spec, const RunResult& result) {
   std::string report = AbortReport(spec, result);
   if (!report.empty()) std::cerr << report << std::flush;
@@ -130,7 +183,8 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
   const ShmSweeper shm(options.job_id);
   // Fixed-size jobs run one world; elastic jobs join again when theirs changed.
   while (true) {
-    World world = rendezvous->Join(plan_node);
+    World world = Interruptible(signals, "meeting the other nodes",
+                                [&] { return rendezvous->Join(plan_node); });
     world.spec.job_id = options.job_id;
     observer.OnWorld(world.spec);
     WriteEndpointsLog(options.log_dir, world.spec);
@@ -142,14 +196,17 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
                               ChildEnvironments(world.spec, shm.key(), observer, python.env));
     } catch (const std::exception& e) {
       world.channel->Abort({world.spec.node_index, 1, e.what()});
-      world.channel->Finish();
+      Interruptible(signals, "telling the other nodes", [&] { world.channel->Finish(); });
       throw;
     }
     shm.Sweep();  // every child of this world has exited
     int code = Finish(world.spec, result);
-    const bool again = result.launcher_signal == 0 && world.channel->Restart(code);
+    const bool again = result.launcher_signal == 0 &&
+                       Interruptible(signals, "waiting for the job's next world",
+                                     [&] { return world.channel->Restart(code); });
     if (again) observer.OnRestart(code);
-    world.channel->Finish();
+    Interruptible(signals, "waiting for the other nodes to finish",
+                  [&] { world.channel->Finish(); });
     if (!again) {
       observer.Finish();
       observer.Linger(signals);

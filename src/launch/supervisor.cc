@@ -87,10 +87,14 @@ class Watch {
 };
 
 Watch::~Watch() {
-  // Whatever path we leave by, no process group of ours survives.
+  // Whatever path we leave by, no process group of ours survives. Only
+  // unreaped children are signalled: a reaped child's group was killed
+  // before it was reaped (ReapAll), and its id may belong to anyone now.
   for (auto& c : children_) {
-    if (c.pid > 0) SignalGroup(c.pid, SIGKILL);
-    if (c.running) waitpid(c.pid, nullptr, 0);
+    if (c.running) {
+      SignalGroup(c.pid, SIGKILL);
+      waitpid(c.pid, nullptr, 0);
+    }
     if (c.relay_fd >= 0) close(c.relay_fd);
   }
 }
@@ -258,7 +262,6 @@ bool Watch::IsFailure(const Child& c) const {
 void Watch::OnExit(Child& c, int wait_status) {
   c.running = false;
   c.status = ExitStatus::FromWait(wait_status);
-  SignalGroup(c.pid, SIGKILL);  // whatever it left behind in its group
   Relay(c);
   if (IsFailure(c)) {
     failed_.push_back(static_cast<size_t>(&c - children_.data()));
@@ -280,12 +283,20 @@ void Watch::OnExit(Child& c, int wait_status) {
   PublishStatus();
 }
 
+// An exited child is first seen without being reaped (WNOWAIT): while it
+// is a zombie its pid, which is its group's id, cannot be reused, so
+// killing what it left behind in its group reaches nobody else. Then it is
+// reaped, and its group is never signalled again.
 void Watch::ReapAll() {
   for (auto& c : children_) {
     if (!c.running) continue;
+    siginfo_t info{};
+    if (waitid(P_PID, c.pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != c.pid) {
+      continue;
+    }
+    SignalGroup(c.pid, SIGKILL);
     int status = 0;
-    pid_t r = waitpid(c.pid, &status, WNOHANG);
-    if (r == c.pid) OnExit(c, status);
+    if (waitpid(c.pid, &status, 0) == c.pid) OnExit(c, status);
   }
 }
 

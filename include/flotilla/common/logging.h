@@ -29,4 +29,7 @@ void Debug(spdlog::format_string_t<Args...> fmt, Args&&... args) {
   spdlog::debug(fmt, std::forward<Args>(args)...);
 }
 
+// Writes out anything buffered (before a process ends without unwinding).
+inline void Flush() { spdlog::default_logger()->flush(); }
+
 }  // namespace flotilla::log

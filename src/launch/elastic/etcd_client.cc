@@ -1,5 +1,7 @@
 #include "launch/elastic/etcd_client.h"
 
+#include <charconv>
+
 #include "flotilla/common/enforce.h"
 
 namespace flotilla::launch {
@@ -11,16 +13,44 @@ using nlohmann::json;
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 // The gateway writes int64 fields as strings and leaves out zero values.
+// Replies come from the network: a field of the wrong type throws
+// Unavailable (like a lost reply), never a parser's own exception.
 int64_t Int(const json& j, const char* name) {
+  if (!j.is_object()) return 0;
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return 0;
-  return it->is_string() ? std::stoll(it->get<std::string>()) : it->get<int64_t>();
+  if (it->is_number_integer()) return it->get<int64_t>();
+  int64_t v = 0;
+  const std::string* text = it->get_ptr<const std::string*>();
+  const auto [end, ec] = text ? std::from_chars(text->data(), text->data() + text->size(), v)
+                              : std::from_chars_result{nullptr, std::errc::invalid_argument};
+  FLOTILLA_CHECK(ec == std::errc() && end == text->data() + text->size(), Unavailable,
+                 "etcd sent a malformed integer field '", name, "': ", it->dump().substr(0, 80));
+  return v;
+}
+
+std::string Text(const json& j, const char* name) {
+  if (!j.is_object()) return "";
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return "";
+  FLOTILLA_CHECK(it->is_string(), Unavailable, "etcd sent a non-string field '", name, "'");
+  return it->get<std::string>();
+}
+
+// j[name] when it is an object (else an empty one), or an array (else empty).
+json Object(const json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name) || !j[name].is_object()) return json::object();
+  return j[name];
+}
+json Array(const json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name) || !j[name].is_array()) return json::array();
+  return j[name];
 }
 
 KeyValue ParseKv(const json& j) {
   KeyValue kv;
-  kv.key = EtcdBase64Decode(j.value("key", ""));
-  kv.value = EtcdBase64Decode(j.value("value", ""));
+  kv.key = EtcdBase64Decode(Text(j, "key"));
+  kv.value = EtcdBase64Decode(Text(j, "value"));
   kv.create_revision = Int(j, "create_revision");
   kv.mod_revision = Int(j, "mod_revision");
   kv.lease = Int(j, "lease");
@@ -39,13 +69,17 @@ json RangeRequest(const std::string& prefix) {
 
 // An error reply of the gateway: {"error": "...", "message": "...", "code": N}.
 std::string ErrorText(const json& reply) {
-  if (reply.contains("message") && reply["message"].is_string()) return reply["message"];
-  if (reply.contains("error")) {
+  if (reply.is_object() && reply.contains("message") && reply["message"].is_string()) {
+    return reply["message"];
+  }
+  if (reply.is_object() && reply.contains("error")) {
     const json& e = reply["error"];
     if (e.is_string()) return e.get<std::string>();
-    if (e.is_object() && e.contains("message")) return e["message"].get<std::string>();
+    if (e.is_object() && e.contains("message") && e["message"].is_string()) {
+      return e["message"].get<std::string>();
+    }
   }
-  return reply.dump();
+  return reply.dump().substr(0, 200);
 }
 
 }  // namespace
@@ -129,9 +163,11 @@ json EtcdClient::Call(const std::string& path, const json& request) {
     json reply = json::parse(r.body, nullptr, /*allow_exceptions=*/false);
     FLOTILLA_CHECK(!reply.is_discarded(), Unavailable, "etcd at ", ep.ToString(), " answered ",
                    path, " with HTTP ", r.status, " and no JSON: ", r.body.substr(0, 200));
+    FLOTILLA_CHECK(reply.is_object(), Unavailable, "etcd at ", ep.ToString(), " answered ", path,
+                   " with JSON that is not an object: ", r.body.substr(0, 200));
     FLOTILLA_CHECK(r.status == 200 && !reply.contains("error"), Internal, "etcd at ",
                    ep.ToString(), " refused ", path, " (HTTP ", r.status, "): ", ErrorText(reply));
-    return reply.contains("result") ? reply["result"] : reply;
+    return reply.contains("result") ? Object(reply, "result") : reply;
   }
   FLOTILLA_THROW(Unavailable, "etcd is unreachable at ", endpoints(), " (tried every endpoint: ",
                  Join(errors, "; "), ")");
@@ -142,16 +178,16 @@ void EtcdClient::Put(const std::string& key, const std::string& value, int64_t l
 }
 
 std::optional<KeyValue> EtcdClient::Get(const std::string& key) {
-  json reply = Call("/v3/kv/range", {{"key", EtcdBase64Encode(key)}});
-  if (!reply.contains("kvs") || reply["kvs"].empty()) return std::nullopt;
-  return ParseKv(reply["kvs"][0]);
+  json kvs = Array(Call("/v3/kv/range", {{"key", EtcdBase64Encode(key)}}), "kvs");
+  if (kvs.empty()) return std::nullopt;
+  return ParseKv(kvs[0]);
 }
 
 RangeResult EtcdClient::GetPrefix(const std::string& prefix) {
   json reply = Call("/v3/kv/range", RangeRequest(prefix));
   RangeResult r;
-  r.revision = Int(reply.value("header", json::object()), "revision");
-  for (const auto& kv : reply.value("kvs", json::array())) r.kvs.push_back(ParseKv(kv));
+  r.revision = Int(Object(reply, "header"), "revision");
+  for (const auto& kv : Array(reply, "kvs")) r.kvs.push_back(ParseKv(kv));
   return r;
 }
 
@@ -189,7 +225,9 @@ bool EtcdClient::PutIfModRevision(const std::string& key, const std::string& val
                   {"mod_revision", std::to_string(mod_revision)}};
   json request = {{"compare", json::array({compare})},
                   {"success", json::array({{{"request_put", PutRequest(key, value, lease)}}})}};
-  return Call("/v3/kv/txn", request).value("succeeded", false);
+  const json reply = Call("/v3/kv/txn", request);
+  return reply.contains("succeeded") && reply["succeeded"].is_boolean() &&
+         reply["succeeded"].get<bool>();
 }
 
 std::unique_ptr<EtcdWatch> EtcdClient::WatchPrefix(const std::string& prefix,
@@ -224,15 +262,15 @@ std::vector<WatchEvent> EtcdWatch::Parse(const std::string& line) {
   json message = json::parse(line, nullptr, false);
   FLOTILLA_CHECK(!message.is_discarded(), Unavailable, what_, " at ", connection_->address(),
                  " sent a malformed message: ", line.substr(0, 200));
-  FLOTILLA_CHECK(!message.contains("error"), Unavailable, what_, " at ",
+  FLOTILLA_CHECK(message.is_object() && !message.contains("error"), Unavailable, what_, " at ",
                  connection_->address(), " failed: ", ErrorText(message));
-  const json result = message.value("result", json::object());
-  FLOTILLA_CHECK(!result.value("canceled", false), Unavailable, what_, " at ",
-                 connection_->address(), " was cancelled by etcd: ",
-                 result.value("cancel_reason", std::string("compacted?")));
+  const json result = Object(message, "result");
+  const bool canceled = result.contains("canceled") && result["canceled"] == true;
+  FLOTILLA_CHECK(!canceled, Unavailable, what_, " at ", connection_->address(),
+                 " was cancelled by etcd: ", Text(result, "cancel_reason"));
   std::vector<WatchEvent> events;
-  for (const auto& e : result.value("events", json::array())) {
-    events.push_back({e.value("type", std::string("PUT")) == "DELETE", ParseKv(e.value("kv", json::object()))});
+  for (const auto& e : Array(result, "events")) {
+    events.push_back({Text(e, "type") == "DELETE", ParseKv(Object(e, "kv"))});
   }
   return events;
 }

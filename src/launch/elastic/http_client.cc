@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
 
@@ -120,13 +121,16 @@ HttpConnection::Fill HttpConnection::FillBuffer(HttpClock::time_point deadline) 
 void HttpConnection::ReadHeaders(HttpClock::time_point deadline) {
   size_t end;
   while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+    FLOTILLA_CHECK(buffer_.size() <= kMaxHttpHeaders, Unavailable, address_,
+                   " sent more than ", kMaxHttpHeaders, " bytes of headers");
     Fill f = FillBuffer(deadline);
     FLOTILLA_CHECK(f != Fill::kTimeout, DeadlineExceeded, "no response from ", address_, " in time");
     FLOTILLA_CHECK(f != Fill::kEof, Unavailable, address_, " closed the connection before answering");
   }
   std::vector<std::string> lines = Split(buffer_.substr(0, end), '\n');
   buffer_.erase(0, end + 4);
-  std::vector<std::string> status = Split(lines.at(0), ' ');
+  FLOTILLA_CHECK(!lines.empty(), Unavailable, address_, " sent no status line");
+  std::vector<std::string> status = Split(lines[0], ' ');
   FLOTILLA_CHECK(status.size() >= 2 && StartsWith(status[0], "HTTP/1."), Unavailable, address_,
                  " did not answer HTTP: '", Trim(lines[0]), "'");
   status_ = static_cast<int>(ParseInt(status[1], "HTTP status"));
@@ -136,7 +140,11 @@ void HttpConnection::ReadHeaders(HttpClock::time_point deadline) {
     const std::string name = Lower(Trim(lines[i].substr(0, colon)));
     const std::string value = Lower(Trim(lines[i].substr(colon + 1)));
     if (name == "transfer-encoding" && value.find("chunked") != std::string::npos) chunked_ = true;
-    if (name == "content-length") content_left_ = ParseInt(value, "Content-Length");
+    if (name == "content-length") {
+      const int64_t length = ParseInt(value, "Content-Length");
+      FLOTILLA_CHECK(length >= 0, Unavailable, address_, " sent Content-Length ", length);
+      content_left_ = static_cast<size_t>(length);
+    }
   }
 }
 
@@ -150,14 +158,30 @@ int HttpConnection::Post(const std::string& path, const std::string& body,
   return status_;
 }
 
+// A chunk-size line: hex digits, optionally followed by ";extension".
+// Throws Unavailable naming the server for anything else or for a size
+// above kMaxHttpChunk, so a bad reply fails over like a lost one.
+size_t HttpConnection::ChunkSize(const std::string& line) const {
+  const std::string digits = Trim(line.substr(0, line.find(';')));
+  size_t size = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
+  FLOTILLA_CHECK(!digits.empty() && ec == std::errc() && end == digits.data() + digits.size(),
+                 Unavailable, address_, " sent a malformed chunk size '", line.substr(0, 40), "'");
+  FLOTILLA_CHECK(size <= kMaxHttpChunk, Unavailable, address_, " sent a chunk of ", size,
+                 " bytes, more than the ", kMaxHttpChunk, " accepted");
+  return size;
+}
+
 std::optional<std::string> HttpConnection::NextChunk(HttpClock::time_point deadline) {
   size_t eol;
   while ((eol = buffer_.find("\r\n")) == std::string::npos) {
+    FLOTILLA_CHECK(buffer_.size() <= kMaxHttpLine, Unavailable, address_,
+                   " sent a chunk-size line longer than ", kMaxHttpLine, " bytes");
     Fill f = FillBuffer(deadline);
     if (f == Fill::kTimeout) return std::string();
     FLOTILLA_CHECK(f != Fill::kEof, Unavailable, address_, " ended a chunked response early");
   }
-  const size_t size = std::stoul(buffer_.substr(0, eol), nullptr, 16);
+  const size_t size = ChunkSize(buffer_.substr(0, eol));
   while (buffer_.size() < eol + 2 + size + 2) {
     Fill f = FillBuffer(deadline);
     if (f == Fill::kTimeout) return std::string();
@@ -203,6 +227,8 @@ std::string HttpConnection::ReadBody(HttpClock::time_point deadline) {
     FLOTILLA_CHECK(!piece->empty() || HttpClock::now() < deadline, DeadlineExceeded,
                    "the response from ", address_, " did not end in time");
     body += *piece;
+    FLOTILLA_CHECK(body.size() <= kMaxHttpBody, Unavailable, "the response from ", address_,
+                   " is larger than ", kMaxHttpBody, " bytes");
   }
   return body;
 }

@@ -16,6 +16,12 @@ namespace flotilla::launch {
 
 using HttpClock = std::chrono::steady_clock;
 
+// Bounds on what a server may send: larger replies fail as Unavailable.
+inline constexpr size_t kMaxHttpHeaders = 64 << 10;
+inline constexpr size_t kMaxHttpLine = 1 << 10;
+inline constexpr size_t kMaxHttpChunk = 64 << 20;
+inline constexpr size_t kMaxHttpBody = 256 << 20;
+
 struct HttpResponse {
   int status = 0;
   std::string body;
@@ -49,6 +55,7 @@ class HttpConnection {
   void SendAll(const std::string& data, HttpClock::time_point deadline);
   void ReadHeaders(HttpClock::time_point deadline);
   std::optional<std::string> NextChunk(HttpClock::time_point deadline);
+  size_t ChunkSize(const std::string& line) const;
 
   std::string address_;
   int fd_ = -1;
