@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include "launch_test_util.h"
@@ -193,7 +194,10 @@ nlohmann::json ResumePhase(int phase, const std::string& model_dir, const std::s
   std::vector<std::unique_ptr<Child>> server_procs;
   for (int port : ports) {
     dirs.push_back(std::make_unique<TempDir>());
-    server_procs.push_back(std::make_unique<Child>(args, dirs.back()->path(), FleetEnv("PSERVER", ports, port)));
+    // Servers save where trainers ask only inside their model directory.
+    std::vector<std::string> env = FleetEnv("PSERVER", ports, port);
+    env.push_back("FLOTILLA_PS_MODEL_DIR=" + std::filesystem::path(model_dir).parent_path().string());
+    server_procs.push_back(std::make_unique<Child>(args, dirs.back()->path(), env));
   }
   TempDir tdir;
   Child trainer(args, tdir.path(), FleetEnv("TRAINER", ports, ports[0]));

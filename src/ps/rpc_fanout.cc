@@ -18,10 +18,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint,
+                                          const PsClientOptions& options) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
   // Reconnect quickly: a server that restarts is found again within ~1 s.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
@@ -33,7 +34,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint) {
 
 RpcFanout::RpcFanout(const std::vector<std::string>& endpoints, const PsClientOptions& options)
     : endpoints_(endpoints), options_(options) {
-  for (const auto& ep : endpoints_) stubs_.push_back(rpc::PsService::NewStub(MakeChannel(ep)));
+  for (const auto& ep : endpoints_) stubs_.push_back(rpc::PsService::NewStub(MakeChannel(ep, options_)));
 }
 
 RpcFanout::~RpcFanout() = default;

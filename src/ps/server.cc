@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/env.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
@@ -37,6 +38,26 @@ PsServer::State::State(PsServerOptions opts)
       barrier(options.num_trainers, [this](int live) { ApplyPending(live); }) {
   FLOTILLA_ENFORCE(options.server_index >= 0 && options.server_index < options.num_servers,
                    "server_index ", options.server_index, " is outside [0, ", options.num_servers, ")");
+  if (options.model_root.empty()) options.model_root = env::GetOr("FLOTILLA_PS_MODEL_DIR", "");
+  if (options.model_root.empty()) options.model_root = std::filesystem::current_path().string();
+  options.model_root = std::filesystem::absolute(options.model_root).lexically_normal().string();
+}
+
+std::string PsServer::State::ConfinedPath(const std::string& requested) const {
+  namespace fs = std::filesystem;
+  const fs::path path(requested);
+  bool climbs = false;
+  for (const auto& part : path) climbs = climbs || part == "..";
+  FLOTILLA_ENFORCE(!requested.empty() && !climbs, "parameter server ", options.server_index,
+                   " refuses the directory '", requested, "': a path with '..' (or none)");
+  const fs::path root(options.model_root);
+  const fs::path resolved = (path.is_absolute() ? path : root / path).lexically_normal();
+  const auto rel = resolved.lexically_relative(root);
+  FLOTILLA_ENFORCE(!rel.empty() && *rel.begin() != "..", "parameter server ",
+                   options.server_index, " refuses the directory '", requested,
+                   "': outside its model directory '", options.model_root,
+                   "' (set FLOTILLA_PS_MODEL_DIR on the server)");
+  return resolved.string();
 }
 
 PsServer::State::~State() { UnwatchTables(this); }
@@ -140,6 +161,8 @@ PsServer::PsServer(PsServerOptions options) : state_(std::make_unique<State>(std
 PsServer::~PsServer() {
   Stop();
   if (state_->server) Run();  // shuts down a started server
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->runners == 0; });
 }
 
 const PsServerOptions& PsServer::options() const { return state_->options; }
@@ -178,8 +201,8 @@ void PsServer::Start() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(state_->options.endpoint, grpc::InsecureServerCredentials(),
                            &state_->port);
-  builder.SetMaxReceiveMessageSize(-1);
-  builder.SetMaxSendMessageSize(-1);
+  builder.SetMaxReceiveMessageSize(state_->options.max_message_bytes);
+  builder.SetMaxSendMessageSize(state_->options.max_message_bytes);
   builder.RegisterService(state_->service.get());
   state_->server = builder.BuildAndStart();
   FLOTILLA_CHECK(state_->server && state_->port > 0, Unavailable,
@@ -201,18 +224,28 @@ std::string PsServer::endpoint() const {
   return StrCat(host, ":", state_->port);
 }
 
+// The first Run() to see the stop request shuts the service down; any
+// other (a Run() on another thread, the destructor's) waits until it is done.
 void PsServer::Run() {
   Start();
   std::unique_lock<std::mutex> lock(state_->mu);
+  ++state_->runners;
   state_->cv.wait(lock, [&] { return state_->stop_requested || state_->shut_down; });
-  if (state_->shut_down) return;
-  state_->shut_down = true;
-  lock.unlock();
-  state_->barrier.Cancel(StrCat("parameter server ", state_->options.server_index, " at ",
-                                endpoint(), " is shutting down"));
-  state_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  state_->server->Wait();
-  log::Info("parameter server {} stopped", state_->options.server_index);
+  if (!state_->shut_down) {
+    state_->shut_down = true;
+    lock.unlock();
+    state_->barrier.Cancel(StrCat("parameter server ", state_->options.server_index, " at ",
+                                  endpoint(), " is shutting down"));
+    state_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    state_->server->Wait();
+    log::Info("parameter server {} stopped", state_->options.server_index);
+    lock.lock();
+    state_->stopped = true;
+    state_->cv.notify_all();
+  }
+  state_->cv.wait(lock, [&] { return state_->stopped; });
+  --state_->runners;
+  state_->cv.notify_all();
 }
 
 void PsServer::Stop() { state_->RequestStop(); }

@@ -29,6 +29,9 @@ struct PsServer::State {
   void Load(const std::string& dir);
   // Shrinks every sparse table: (rows dropped, rows left).
   std::pair<int64_t, int64_t> Shrink();
+  // A directory named by a trainer's request, resolved under the model
+  // root; throws InvalidArgument naming it when it would leave the root.
+  std::string ConfinedPath(const std::string& requested) const;
 
   PsServerOptions options;
   // Tables are added before Start() and never removed: lookups need no lock.
@@ -44,7 +47,9 @@ struct PsServer::State {
   std::mutex mu;
   std::condition_variable cv;
   bool stop_requested = false;  // guarded by mu
-  bool shut_down = false;       // guarded by mu
+  bool shut_down = false;       // guarded by mu; a Run() began the shutdown
+  bool stopped = false;         // guarded by mu; the shutdown is complete
+  int runners = 0;              // guarded by mu; Run() calls in progress
 };
 
 }  // namespace flotilla::ps

@@ -165,11 +165,11 @@ grpc::Status PsServiceImpl::Barrier(grpc::ServerContext* ctx, const rpc::Barrier
 }
 
 grpc::Status PsServiceImpl::Save(grpc::ServerContext* ctx, const rpc::PathRequest* req, rpc::Ack*) {
-  return Guarded(ctx, [&] { state_->Save(req->dir()); });
+  return Guarded(ctx, [&] { state_->Save(state_->ConfinedPath(req->dir())); });
 }
 
 grpc::Status PsServiceImpl::Load(grpc::ServerContext* ctx, const rpc::PathRequest* req, rpc::Ack*) {
-  return Guarded(ctx, [&] { state_->Load(req->dir()); });
+  return Guarded(ctx, [&] { state_->Load(state_->ConfinedPath(req->dir())); });
 }
 
 grpc::Status PsServiceImpl::Shrink(grpc::ServerContext* ctx, const rpc::TrainerRequest*,
@@ -202,6 +202,9 @@ grpc::Status PsServiceImpl::Echo(grpc::ServerContext* ctx, const rpc::EchoMessag
       *resp->mutable_payload() = req->payload();
       return;
     }
+    const int64_t limit = state_->options.max_message_bytes - 64;  // room for framing
+    FLOTILLA_ENFORCE(req->reply_bytes() >= 0 && req->reply_bytes() <= limit, "Echo reply of ", req->reply_bytes(),
+                     " bytes asked; replies are limited to ", limit);
     std::string* out = resp->mutable_payload();
     out->assign(req->payload(), 0, std::min<size_t>(req->payload().size(), req->reply_bytes()));
     out->resize(req->reply_bytes());

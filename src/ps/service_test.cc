@@ -58,6 +58,7 @@ struct Cluster {
       o.mode = mode;
       o.token = token;
       o.barrier_timeout = barrier_timeout;
+      o.model_root = ::testing::TempDir();
       auto server = std::make_unique<PsServer>(o);
       server->AddDenseTable(DenseCfg("w", kBig));
       server->AddDenseTable(DenseCfg("b", 3));

@@ -172,10 +172,16 @@ void SparseTable::AddStats(float* row, const float* show_click) const {
   s[1] += show_click[1];
 }
 
+// `now` was read before the shard lock, and a load may have replaced the
+// history since (with a shorter one): the steps are bounded by the history
+// as it is now, and a stamp beyond it (a row pushed against the replaced
+// history) counts as current.
 void SparseTable::CatchUp(float* row, int64_t now) const {
   const int64_t stamp = StampOf(row);
   if (now <= stamp) return;
   std::shared_lock<std::shared_mutex> lock(history_mu_);
+  now = std::min<int64_t>(now, static_cast<int64_t>(step_lr_.size()));
+  if (stamp < 0 || now <= stamp) return;
   config_.rule->Advance(row, row + config_.dim, config_.dim,
                         std::span<const float>(step_lr_).subspan(stamp, now - stamp));
   SetStamp(row, now);

@@ -140,7 +140,7 @@ void SparseTable::DeserializeResharded(std::span<const std::string> images,
       float* row = parsed.data.data() + i * stride;
       if (stamped_) {  // current as of its server's last step, then restamped
         const int64_t stamp = StampOf(row);
-        if (stamp < steps) {
+        if (stamp >= 0 && stamp < steps) {
           config_.rule->Advance(row, row + dim(), dim(),
                                 std::span<const float>(parsed.step_lr).subspan(stamp, steps - stamp));
         }

@@ -161,7 +161,7 @@ void SparseTable::LoadResharded(std::span<const std::string> paths,
           std::copy(data, data + Stride(), row.begin());
           if (stamped_) {  // current as of its server's last step, then restamped
             const int64_t stamp = StampOf(row.data());
-            if (stamp < steps) {
+            if (stamp >= 0 && stamp < steps) {
               config_.rule->Advance(row.data(), row.data() + dim(), dim(),
                                     std::span<const float>(step_lr).subspan(stamp, steps - stamp));
             }

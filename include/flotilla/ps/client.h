@@ -39,6 +39,8 @@ struct PsClientOptions {
   // tables (an ssd table of 20M rows writes gigabytes), not with the request.
   std::chrono::milliseconds table_io_timeout{std::chrono::hours(1)};
   std::string token;  // sent with every request when non-empty
+  // Largest request or reply on the wire (as PsServerOptions).
+  int max_message_bytes = 256 << 20;
   SparseSlicer slicer = ModSlicer;
   int64_t min_block_size = kMinBlockSize;  // must match the servers' tables
   // A server's share of a sparse pull larger than this many keys is split

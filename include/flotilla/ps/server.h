@@ -42,6 +42,14 @@ struct PsServerOptions {
   // the rows it assigns here when the tables were saved by another number
   // of servers.
   SparseSlicer sparse_slicer = ModSlicer;
+  // The directory Save/Load requests from trainers are confined to: a
+  // relative path is taken under it, an absolute one must lie inside it,
+  // and a path with ".." is refused. Empty: FLOTILLA_PS_MODEL_DIR, else the
+  // server's working directory when it starts.
+  std::string model_root;
+  // Largest request or reply on the wire (both directions); larger ones
+  // fail with RESOURCE_EXHAUSTED before any handler runs.
+  int max_message_bytes = 256 << 20;
 };
 
 // Thread-safe after Start(). Tables must be added before Start(); their
@@ -49,7 +57,8 @@ struct PsServerOptions {
 class PsServer {
  public:
   explicit PsServer(PsServerOptions options);
-  // Stops serving (as Stop()) and joins.
+  // Stops serving (as Stop()) and waits until every Run() in progress, on
+  // any thread, has returned.
   ~PsServer();
   PsServer(const PsServer&) = delete;
   PsServer& operator=(const PsServer&) = delete;
@@ -81,6 +90,8 @@ class PsServer {
 
   // Writes one table file per table into dir (created when missing); each
   // file is checksummed and written atomically. Throws Unavailable on I/O.
+  // (Local calls take any path; requests over RPC are confined to
+  // options().model_root.)
   void Save(const std::string& dir) const;
   // Reads the files written by Save() with the same table set and server
   // count. Throws NotFound for a missing file, Corruption naming the file
