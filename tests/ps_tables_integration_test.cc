@@ -25,6 +25,9 @@ using namespace std::chrono_literals;
 
 std::string Bin(const std::string& name) { return launch_test::BuildDir() + "/bin/" + name; }
 
+// The servers' model directory: save and load requests stay inside it.
+std::vector<std::string> ModelDir(const TempDir& run) { return {"FLOTILLA_PS_MODEL_DIR=" + run.path()}; }
+
 // Runs wide_and_deep under the launcher with `servers` servers and
 // `workers` workers; returns worker 0's last JSON line.
 nlohmann::json Launch(const TempDir& run, const std::string& log, int workers,
@@ -32,7 +35,7 @@ nlohmann::json Launch(const TempDir& run, const std::string& log, int workers,
   std::vector<std::string> argv = {Bin("flotilla"), "launch", "--server_num", "1", "--worker_num",
                                    std::to_string(workers), "--log_dir", run / log, Bin("wide_and_deep")};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  Child launch(argv, run.path());
+  Child launch(argv, run.path(), ModelDir(run));
   EXPECT_EQ(launch.WaitCode(240s), 0) << launch.Stderr();
   std::istringstream lines(launch_test::ReadText(run / (log + "/workerlog.0")));
   nlohmann::json last;
@@ -133,7 +136,7 @@ TEST(PsTables, KilledServerJobResumesFromAFleetCheckpointWithTheLossContinuous) 
         "--checkpoint_every", "50"};
   };
   {
-    Child job(argv("killed", "ckpt"), run.path());
+    Child job(argv("killed", "ckpt"), run.path(), ModelDir(run));
     // STATE.json is the last file of a checkpoint, present once it is committed.
     ASSERT_TRUE(launch_test::WaitForFiles(run / "ckpt/step-100", "STATE.json", 1, 120s)) << job.Stderr();
     const std::regex started(R"(started server 1 pid (\d+))");
@@ -144,9 +147,9 @@ TEST(PsTables, KilledServerJobResumesFromAFleetCheckpointWithTheLossContinuous) 
     ASSERT_EQ(::kill(server, SIGKILL), 0);
     EXPECT_NE(job.WaitCode(120s), 0) << "a job that lost a server fails";
   }
-  Child resumed(argv("resumed", "ckpt"), run.path());
+  Child resumed(argv("resumed", "ckpt"), run.path(), ModelDir(run));
   ASSERT_EQ(resumed.WaitCode(240s), 0) << resumed.Stderr();
-  Child reference(argv("reference", "ckpt_ref"), run.path());
+  Child reference(argv("reference", "ckpt_ref"), run.path(), ModelDir(run));
   ASSERT_EQ(reference.WaitCode(240s), 0) << reference.Stderr();
   const std::string log = launch_test::ReadText(run / "resumed/workerlog.0");
   std::smatch m;
