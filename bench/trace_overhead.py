@@ -45,11 +45,12 @@ def train_step(build: str, steps: int) -> dict:
 
 def ddp(build: str, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as logs:
-        out = subprocess.run([f"{build}/bin/flotilla", "launch", "--devices", "0,1", "--quiet",
-                              "--log_dir", logs, f"{build}/bin/train_with_fleet", "--steps",
-                              str(steps), "--warmup", "10"], capture_output=True, text=True,
-                             check=True, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"}).stdout
-    line = last_json(out, "samples_per_sec")
+        subprocess.run([f"{build}/bin/flotilla", "launch", "--devices", "0,1", "--quiet",
+                        "--log_dir", logs, f"{build}/bin/train_with_fleet", "--steps",
+                        str(steps), "--warmup", "10"], capture_output=True, text=True,
+                       check=True, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+        with open(os.path.join(logs, "workerlog.0")) as f:  # --quiet: rank 0's line is here
+            line = last_json(f.read(), "samples_per_sec")
     return {"rate": line["samples_per_sec"], "cpu_ms": line["rank0_cpu_ms_per_step"]}
 
 
