@@ -171,10 +171,10 @@ void TimelineWriter::Flush() {
       FormatEvent(line, e, self_.pid, e.track != 0 ? e.track : b->thread_index());
       Emit(line);
       ++events_;
+      MaybeRotate();  // per event: a large flush must not overshoot the bound
     });
   }
   std::fflush(file_);
-  MaybeRotate();
 }
 
 void TimelineWriter::MaybeRotate() {
