@@ -4,6 +4,7 @@
 // or Paddle variable, `env -i`) start seed 001's train_with_fleet on two
 // ranks, which trains to exactly the loss `flotilla launch` gives; and
 // `flotilla env --explain` says where each value came from.
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -34,7 +35,12 @@ const std::vector<std::string> kTrainArgs = {"--steps", "20", "--hidden", "64", 
 
 // A clean environment: only PATH and `vars`.
 std::vector<std::string> Clean(std::vector<std::string> vars, const std::vector<std::string>& argv) {
+  // Only the job secret of the test's environment is kept: processes started
+  // without the launcher need it to meet (docs/security.md).
   std::vector<std::string> out = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin"};
+  if (const char* secret = std::getenv("FLOTILLA_JOB_SECRET")) {
+    out.push_back(std::string("FLOTILLA_JOB_SECRET=") + secret);
+  }
   out.insert(out.end(), vars.begin(), vars.end());
   out.insert(out.end(), argv.begin(), argv.end());
   return out;

@@ -9,12 +9,15 @@ add_library(launch_test_util STATIC ${CMAKE_CURRENT_LIST_DIR}/launch_test_util.c
 target_include_directories(launch_test_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(launch_test_util PUBLIC GTest::gtest nlohmann_json::nlohmann_json)
 
-foreach(t launch_cli_test launch_abort_test launch_ps_test launch_multinode_test launch_shm_test)
+foreach(t launch_cli_test launch_abort_test launch_ps_test launch_multinode_test launch_shm_test
+        launch_secret_test)
   flotilla_test(${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.cc DEPS launch_test_util
     TIMEOUT 240 LABELS launch)
   add_dependencies(${t} flotilla launch_probe)
 endforeach()
 set_tests_properties(launch_multinode_test PROPERTIES RUN_SERIAL TRUE)
+target_link_libraries(launch_secret_test PRIVATE flotilla_comm)
+add_dependencies(launch_secret_test train_with_fleet)
 
 # Jobs started by torchrun-style variables, Slurm, Kubernetes, mpirun.
 flotilla_test(engine_env_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_env_test.cc

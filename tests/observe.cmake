@@ -10,7 +10,7 @@ endif()
 add_test(NAME observe_timeline_test
   COMMAND ${FLOTILLA_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_LIST_DIR}/observe/test_timeline.py)
 set_tests_properties(observe_timeline_test PROPERTIES TIMEOUT 600 LABELS observe
-  ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};OPENBLAS_NUM_THREADS=1")
+  ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};OPENBLAS_NUM_THREADS=1;${FLOTILLA_TEST_SECRET}")
 
 flotilla_test(observe_hang_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/observe_hang_test.cc
   DEPS launch_test_util TIMEOUT 300 LABELS observe)
@@ -20,7 +20,7 @@ foreach(t metrics browser)
     COMMAND ${FLOTILLA_PYTHON} -m pytest -q -p no:cacheprovider -rs
             ${CMAKE_CURRENT_LIST_DIR}/observe/test_${t}.py)
   set_tests_properties(observe_${t}_test PROPERTIES TIMEOUT 600 LABELS observe
-    ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};OPENBLAS_NUM_THREADS=1")
+    ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};OPENBLAS_NUM_THREADS=1;${FLOTILLA_TEST_SECRET}")
 endforeach()
 
 flotilla_test(observe_launch_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/observe_launch_test.cc

@@ -13,6 +13,7 @@
 #include "flotilla/comm/trace_clock.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
+#include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/trace/trace.h"
 #include "flotilla/common/strings.h"
@@ -22,6 +23,11 @@ namespace flotilla::fleet {
 
 namespace {
 
+// The job secret, which the job's TCP store demands of every process.
+std::string StoreSecret(const std::string& address) {
+  return RequireJobSecret(StrCat("fleet::init (the job's store at ", address, ")"));
+}
+
 // "file:/dir" → FileStore, "host:port" → TCPStore client.
 std::shared_ptr<comm::Store> OpenStore(const std::string& address,
                                        std::chrono::milliseconds timeout) {
@@ -29,6 +35,7 @@ std::shared_ptr<comm::Store> OpenStore(const std::string& address,
   comm::TCPStoreOptions opts;
   opts.timeout = timeout;
   opts.connect_timeout = timeout;
+  opts.token = StoreSecret(address);
   return comm::ConnectStore(address, opts);
 }
 
@@ -97,7 +104,7 @@ void Fleet::init(const RoleMaker& role, FleetOptions options) {
       // No launcher hosts the store (torchrun-style MASTER_ADDR, Slurm,
       // Kubernetes): worker 0 does, on every interface, at the master's port.
       const HostPort master = ParseHostPort(info.store_address, "the job's master");
-      store_server_ = comm::TCPStoreServer::Start("", master.port);
+      store_server_ = comm::TCPStoreServer::Start("", master.port, StoreSecret(info.store_address));
       g_hosted_store = store_server_.get();
       static const bool registered = std::atexit([] {
         if (comm::TCPStoreServer* s = g_hosted_store.load()) WaitForStoreClients(*s);

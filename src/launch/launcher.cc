@@ -19,6 +19,7 @@
 #include "launch/elastic/elastic_rendezvous.h"
 #include "launch/env_contract.h"
 #include "launch/exit_status.h"
+#include "launch/launcher_secret.h"
 #include "launch/net_util.h"
 #include "launch/node_plan.h"
 #include "launch/observe.h"
@@ -65,6 +66,7 @@ class ShmSweeper {
 
 std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec,
                                                         const std::string& shm_key,
+                                                        const LauncherSecret& secret,
                                                         const JobObserver& observer,
                                                         const EnvList& extra) {
   const auto inherited = CurrentEnvironment();
@@ -77,6 +79,7 @@ std::vector<std::vector<std::string>> ChildEnvironments(const ClusterSpec& spec,
     env.insert(env.end(), threads.begin(), threads.end());
     env.emplace_back("FLOTILLA_SHM_JOB", shm_key);
     env.insert(env.end(), extra.begin(), extra.end());
+    env.insert(env.end(), secret.child_env().begin(), secret.child_env().end());
     const EnvList observed = observer.ChildEnv(p);
     env.insert(env.end(), observed.begin(), observed.end());
     envs.push_back(ChildEnvironment(inherited, env));
@@ -168,6 +171,8 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     ports = ReservePorts(plan);
     return plan;
   };
+  const LauncherSecret secret(options, RunsAlone(options, mode));
+  options.job_secret = secret.secret();
   SignalFd signals;
   JobObserver observer(options);
   auto rendezvous = make_rendezvous(options);
@@ -193,7 +198,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     RunResult result;
     try {
       result = supervisor.Run(world.spec, options.command, *world.channel,
-                              ChildEnvironments(world.spec, shm.key(), observer, python.env));
+                              ChildEnvironments(world.spec, shm.key(), secret, observer, python.env));
     } catch (const std::exception& e) {
       world.channel->Abort({world.spec.node_index, 1, e.what()});
       Interruptible(signals, "telling the other nodes", [&] { world.channel->Finish(); });

@@ -123,7 +123,9 @@ void JobObserver::OnWorld(const ClusterSpec& spec) {
                  spec.generation, "nodes", static_cast<int64_t>(spec.nodes.size()));
   if (options_.timeline.empty() || spec.master.empty()) return;
   try {
-    auto store = comm::ConnectStore(spec.master, comm::TCPStoreOptions{});
+    comm::TCPStoreOptions store_options;
+    store_options.token = options_.job_secret;
+    auto store = comm::ConnectStore(spec.master, store_options);
     if (spec.node_index == 0) {
       trace::SetClockOffset({0, 0});  // the reference
       if (!clock_) clock_ = std::make_unique<comm::ClockResponder>(store);

@@ -55,6 +55,13 @@ struct LaunchOptions {
   std::chrono::milliseconds rendezvous_timeout{120000};
   std::chrono::milliseconds node_timeout{10000};  // silence after which a node counts as lost
   bool quiet = false;                    // no banner, no live rank-0 output
+  // --insecure: the job runs without a secret (its store and servers accept
+  // anyone who reaches them); the launcher warns and its children get
+  // FLOTILLA_INSECURE=1.
+  bool insecure = false;
+  // The job secret the launcher's stores demand (flotilla/common/job_secret.h).
+  // Filled by Launch(), never from the command line.
+  std::string job_secret;
   // Hold each child's port until the launcher exits (children must bind with
   // SO_REUSEADDR/SO_REUSEPORT). false: release them just before the children
   // start, for programs that bind without those options.

@@ -27,11 +27,13 @@ std::vector<std::string> NodeNames(const std::vector<std::string>& hosts) {
 }
 
 StoreRendezvous::StoreRendezvous(const LaunchOptions& options)
-    : timeout_(options.rendezvous_timeout), node_timeout_(options.node_timeout) {}
+    : timeout_(options.rendezvous_timeout),
+      node_timeout_(options.node_timeout),
+      token_(options.job_secret) {}
 
 std::string StoreRendezvous::HostStore(const std::string& host, int port) {
   try {
-    server_ = comm::TCPStoreServer::Start(host, port);
+    server_ = comm::TCPStoreServer::Start(host, port, token_);
   } catch (const Error& e) {
     FLOTILLA_THROW(Unavailable, "node 0 cannot host the rendezvous store at ", host, ":", port,
                    " (set another --master_port): ", e.what());
@@ -45,6 +47,7 @@ std::shared_ptr<comm::Store> StoreRendezvous::Connect(const std::string& who,
   comm::TCPStoreOptions options;
   options.timeout = timeout_;
   options.connect_timeout = connect_timeout;
+  options.token = token_;
   try {
     return std::make_shared<comm::PrefixStore>(kPrefix, comm::ConnectStore(address, options));
   } catch (const Error& e) {

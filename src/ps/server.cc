@@ -166,6 +166,7 @@ PsServer::~PsServer() {
 }
 
 const PsServerOptions& PsServer::options() const { return state_->options; }
+int64_t PsServer::refused_requests() const { return state_->refused; }
 
 void PsServer::AddDenseTable(DenseTableConfig config) {
   FLOTILLA_ENFORCE(!state_->server, "AddDenseTable('", config.name, "') after Start()");

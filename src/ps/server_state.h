@@ -1,6 +1,7 @@
 // PsServer::State: everything the service handlers share with PsServer.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -50,6 +51,7 @@ struct PsServer::State {
   bool shut_down = false;       // guarded by mu; a Run() began the shutdown
   bool stopped = false;         // guarded by mu; the shutdown is complete
   int runners = 0;              // guarded by mu; Run() calls in progress
+  std::atomic<int64_t> refused{0};  // requests refused for a missing or wrong token
 };
 
 }  // namespace flotilla::ps

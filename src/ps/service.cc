@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
 #include "ps/payload.h"
 #include "ps/rpc_trace.h"
@@ -24,17 +25,29 @@ grpc::StatusCode StatusCodeOf(ErrorCode code) {
   return grpc::StatusCode::INTERNAL;
 }
 
+// Logged at the 1st, 10th, 100th... refusal: a misconfigured trainer retries.
+grpc::Status PsServiceImpl::Refuse(const grpc::ServerContext& ctx) {
+  const int64_t n = ++state_->refused;
+  int64_t p = 1;
+  while (p < n) p *= 10;
+  if (p == n) {
+    log::Warn("parameter server {}: refused {} at {} (missing or wrong job secret; {} so far)",
+              state_->options.server_index, ctx.peer(), state_->options.endpoint, n);
+  }
+  return {grpc::StatusCode::PERMISSION_DENIED,
+          StrCat("request refused by parameter server ", state_->options.server_index,
+                 ": missing or wrong parameter-server token (the job secret: "
+                 "FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET must be the servers')")};
+}
+
 template <typename Fn>
 grpc::Status PsServiceImpl::Guarded(grpc::ServerContext* ctx, Fn&& fn) {
   const std::string& token = state_->options.token;
   if (!token.empty()) {
     auto it = ctx->client_metadata().find(kTokenMetadata);
     const bool ok = it != ctx->client_metadata().end() &&
-                    std::string_view(it->second.data(), it->second.size()) == token;
-    if (!ok) {
-      return {grpc::StatusCode::PERMISSION_DENIED,
-              "request refused: missing or wrong parameter-server token"};
-    }
+                    SecretEquals(std::string_view(it->second.data(), it->second.size()), token);
+    if (!ok) return Refuse(*ctx);
   }
   try {
     fn();

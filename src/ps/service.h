@@ -36,6 +36,8 @@ class PsServiceImpl final : public rpc::PsService::Service {
   // Runs fn after the token check, turning exceptions into a status.
   template <typename Fn>
   grpc::Status Guarded(grpc::ServerContext* ctx, Fn&& fn);
+  // PERMISSION_DENIED for a request without the token; counts and logs it.
+  grpc::Status Refuse(const grpc::ServerContext& ctx);
 
   PsServer::State* state_;  // not owned; outlives the service
 };

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from typing import Dict, List, Optional
@@ -53,6 +54,15 @@ def results(log_dir: str, prefix: str) -> List[Dict]:
             if any(line.startswith("{") for line in text.splitlines()):
                 out.append(last_json(text))
     return out
+
+
+def make_secret_file(directory: str) -> str:
+    """A job secret (docs/security.md) in ``directory``/job.secret, mode 0600,
+    as a user makes one for a job of several nodes."""
+    path = os.path.join(directory, "job.secret")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    return path
 
 
 def launch_reference(log_dir: str, options: List[str], program: str, args: List[str]) -> str:

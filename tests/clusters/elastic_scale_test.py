@@ -18,7 +18,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cluster_test_util import bin_path, read_text, skip_unless  # noqa: E402
+from cluster_test_util import bin_path, make_secret_file, read_text, skip_unless  # noqa: E402
 from netns_hosts import Hosts, can_make_hosts  # noqa: E402
 
 ETCD = "/usr/bin/etcd"
@@ -45,6 +45,7 @@ class ElasticScaleTest(unittest.TestCase):
                 break
             time.sleep(0.2)
         self.launchers = {}
+        self.secret = make_secret_file(self.work)
 
     def tearDown(self) -> None:
         self.hosts.close()
@@ -62,7 +63,8 @@ class ElasticScaleTest(unittest.TestCase):
                 bin_path("train_with_fleet"), "--steps", str(STEPS), "--hidden", "64",
                 "--labels", "sum", "--checkpoint_dir", os.path.join(self.work, "ckpt"),
                 "--checkpoint_every", "50"]
-        env = {"PATH": "/usr/bin:/bin", "FLOTILLA_LOG_LEVEL": "info"}
+        env = {"PATH": "/usr/bin:/bin", "FLOTILLA_LOG_LEVEL": "info",
+               "FLOTILLA_JOB_SECRET_FILE": self.secret}
         self.launchers[host] = self.hosts.start(host, argv, self.log(host), env=env,
                                                 hostname=self.hosts.names[host])
         return self.launchers[host]

@@ -17,16 +17,13 @@ class Pod:
     command: List[str]
     env: List[Dict[str, Any]]           # as in the manifest, controller's appended
     field_refs: Dict[str, str] = field(default_factory=dict)
-    probes: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # "liveness": httpGet
+    secret_mounts: Dict[str, str] = field(default_factory=dict)  # mountPath -> Secret name
 
-    def probe_urls(self, pod_ip: str) -> Dict[str, str]:
-        """What the kubelet GETs for each probe of the container."""
-        return {kind: f"http://{pod_ip}:{get['port']}{get['path']}"
-                for kind, get in self.probes.items()}
-
-    def environment(self, pod_ip: str) -> Dict[str, str]:
+    def environment(self, pod_ip: str, mounted: Optional[Dict[str, str]] = None) -> Dict[str, str]:
         """The container's environment with fieldRefs and $(VAR) references
-        resolved as the kubelet does (in order, earlier variables only)."""
+        resolved as the kubelet does (in order, earlier variables only).
+        ``mounted`` maps a mountPath to the host directory holding what the
+        kubelet would mount there; values under a mountPath point into it."""
         out: Dict[str, str] = {}
         for var in self.env:
             if "valueFrom" in var:
@@ -35,6 +32,9 @@ class Pod:
             else:
                 value = re.sub(r"\$\((\w+)\)", lambda m: out.get(m.group(1), m.group(0)),
                                var.get("value", ""))
+            for path, host_dir in (mounted or {}).items():
+                if value == path or value.startswith(path.rstrip("/") + "/"):
+                    value = host_dir + value[len(path.rstrip("/")):]
             out[var["name"]] = value
         return out
 
@@ -43,9 +43,12 @@ def _container(template: Dict[str, Any]) -> Dict[str, Any]:
     return template["spec"]["containers"][0]
 
 
-def _probes(container: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-    return {kind: container[f"{kind}Probe"]["httpGet"] for kind in ("liveness", "readiness")
-            if f"{kind}Probe" in container}
+def secret_mounts_of(template: Dict[str, Any]) -> Dict[str, str]:
+    """mountPath -> Secret name, for the container's Secret volumes."""
+    secrets = {v["name"]: v["secret"]["secretName"]
+               for v in template["spec"].get("volumes", []) if "secret" in v}
+    return {m["mountPath"]: secrets[m["name"]]
+            for m in _container(template).get("volumeMounts", []) if m["name"] in secrets}
 
 
 def _port(container: Dict[str, Any], name: str, default: int) -> int:
@@ -67,7 +70,7 @@ def indexed_job(job: Dict[str, Any]) -> List[Pod]:
         dns = [f"{host}.{sub}", f"{host}.{sub}.default.svc.cluster.local"] if sub else []
         env = list(c.get("env", [])) + [{"name": "JOB_COMPLETION_INDEX", "value": str(i)}]
         pods.append(Pod(host, dns, c["command"] + c.get("args", []), env,
-                        probes=_probes(c)))
+                        secret_mounts=secret_mounts_of(template)))
     return pods
 
 
@@ -85,7 +88,7 @@ def _replica_pods(job: Dict[str, Any], specs_key: str, env_for) -> List[Pod]:
             env += env_for(job, rtype, i, total)
             # The operator makes a headless Service per pod, named as the pod.
             pods.append(Pod(pod, [pod], c["command"] + c.get("args", []), env,
-                            probes=_probes(c)))
+                            secret_mounts=secret_mounts_of(spec["template"])))
     return pods
 
 

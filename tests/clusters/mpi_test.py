@@ -15,7 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from cluster_test_util import (COLLECTIVE_ARGS, bin_path, last_json, launch_reference,  # noqa: E402
-                               read_text, skip_unless)
+                               make_secret_file, read_text, skip_unless)
 from netns_hosts import Hosts, can_make_hosts  # noqa: E402
 
 AGENT = """#!/bin/sh
@@ -41,6 +41,7 @@ class MpiTest(unittest.TestCase):
             f.write(AGENT.format(cases="\n".join(
                 f"  {n}) ns={ns} ;;" for n, ns in zip(cls.names, cls.hosts.netns))))
         os.chmod(cls.agent, 0o755)
+        cls.secret = make_secret_file(cls.work)
         cls.ref = last_json(read_text(os.path.join(launch_reference(
             os.path.join(cls.work, "ref"), ["--nproc_per_node", "4"], "train_with_fleet",
             COLLECTIVE_ARGS), "workerlog.0")))
@@ -54,7 +55,8 @@ class MpiTest(unittest.TestCase):
         argv = ["mpirun", "--allow-run-as-root", "-np", str(np), "--host",
                 f"mhosta:{slots},mhostb:{slots}", "--mca", "plm_rsh_agent", self.agent,
                 "--mca", "oob_tcp_if_include", self.hosts.subnet + "0/24",
-                "-x", "MASTER_ADDR=mhosta", "-x", "MASTER_PORT=29533"] + program
+                "-x", "MASTER_ADDR=mhosta", "-x", "MASTER_PORT=29533",
+                "-x", f"FLOTILLA_JOB_SECRET_FILE={self.secret}"] + program
         run = self.hosts.run(0, argv, timeout=120, hostname="mhosta")
         self.assertEqual(run.returncode, 0, run.stderr[-3000:])
         return run.stdout + run.stderr

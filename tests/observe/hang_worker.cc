@@ -24,6 +24,7 @@
 #include "flotilla/comm/process_group.h"
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/env.h"
+#include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/framework/executor.h"
 #include "flotilla/framework/op_registry.h"
@@ -74,7 +75,11 @@ int Run() {
                                  .kernels = {{Place::Kind::kCPU, DebugSleepKernel}}});
   g_rank = static_cast<int>(env::RequireInt("PADDLE_TRAINER_ID"));
   const int world = static_cast<int>(env::RequireInt("PADDLE_TRAINERS_NUM"));
-  auto store = comm::ConnectStore(env::Require("PADDLE_MASTER"), comm::TCPStoreOptions{});
+  auto store = comm::ConnectStore(env::Require("PADDLE_MASTER"), [] {
+    comm::TCPStoreOptions o;
+    o.token = RequireJobSecret("hang_worker");
+    return o;
+  }());
   auto group = comm::NewProcessGroup(store, g_rank, world, {.backend = g_flags.backend,
                                                           .name = "hang"});
   Program main, startup;

@@ -38,11 +38,20 @@
 #include <string>
 #include <thread>
 
+#include "flotilla/common/job_secret.h"
+
 #include <nlohmann/json.hpp>
 
 #include "comm/shm/shm_backend.h"
 #include "flotilla/comm/prefix_store.h"
 #include "flotilla/comm/tcp_store.h"
+
+// The job's store demands the job secret the launcher handed down.
+flotilla::comm::TCPStoreOptions ProbeStoreOptions() {
+  flotilla::comm::TCPStoreOptions o;
+  o.token = flotilla::RequireJobSecret("launch_probe");
+  return o;
+}
 
 extern char** environ;
 
@@ -102,7 +111,7 @@ std::string BindEndpoint(bool reuse_addr) {
 
 std::string StoreBarrier(const std::string& tag) {
   try {
-    auto store = flotilla::comm::ConnectStore(Env("PADDLE_MASTER"));
+    auto store = flotilla::comm::ConnectStore(Env("PADDLE_MASTER"), ProbeStoreOptions());
     store->setString("probe/" + tag, tag);
     // Everyone: the trainers ("0".."n-1", or "w0".. in ps mode) and the servers.
     const bool ps = !Env("TRAINING_ROLE").empty();
@@ -120,7 +129,7 @@ std::string StoreBarrier(const std::string& tag) {
 
 std::shared_ptr<flotilla::comm::Store> ShmStore() {
   return std::make_shared<flotilla::comm::PrefixStore>("probe_shm",
-                                                       flotilla::comm::ConnectStore(Env("PADDLE_MASTER")));
+                                                       flotilla::comm::ConnectStore(Env("PADDLE_MASTER"), ProbeStoreOptions()));
 }
 
 void ShmSetup() {

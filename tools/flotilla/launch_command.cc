@@ -46,6 +46,9 @@ void AddBaseOptions(CLI::App& c, launch::LaunchOptions& o) {
              "compatibility switch (python3 -m flotilla.paddle_compat): `import paddle` is served "
              "by Flotilla")
       ->group("Base Parameters");
+  c.add_flag("--insecure", o.insecure, "run without a job secret: the job's store and "
+             "parameter servers accept anyone who reaches their ports (docs/security.md)")
+      ->envname("FLOTILLA_INSECURE")->group("Base Parameters");
   c.add_flag("--release_ports{false}", o.hold_ports, "release the reserved ports just before "
              "the children start (for programs that bind without SO_REUSEADDR/SO_REUSEPORT)")
       ->envname("FLOTILLA_RELEASE_PORTS")->group("Base Parameters");

@@ -5,7 +5,9 @@
 // that multiplexes every connection with poll(). Blocking requests (get,
 // wait) are parked on the server until their keys arrive or their deadline
 // passes, so a waiting client costs nothing. An optional shared-secret token
-// guards the store: a client presenting another token is refused and told so.
+// (a job's processes use the job secret, flotilla/common/job_secret.h) guards
+// the store: a client presenting another token is refused and told so, and
+// the server logs the client's address. Tokens are compared in constant time.
 //
 // Wire format (private): every message is a 4-byte little-endian length and a
 // body; a request body starts with a command byte, a reply body with a status.
@@ -58,6 +60,8 @@ class TCPStoreServer {
   std::string address() const;
   // Connections open right now (as last counted by the server thread).
   int clients() const;
+  // Clients refused so far for a wrong or missing token.
+  int64_t refused() const;
 
  private:
   explicit TCPStoreServer(std::unique_ptr<TCPStoreServerImpl> impl);

@@ -33,7 +33,8 @@ struct PsServerOptions {
   int num_servers = 1;
   int num_trainers = 1;
   PsMode mode = PsMode::kSync;
-  // When non-empty, every request must carry this token (PsClientOptions::token).
+  // When non-empty, every request must carry this token (PsClientOptions::token),
+  // compared in constant time; a job's servers use the job secret.
   std::string token;
   // A trainer waiting longer than this in a barrier gets DeadlineExceeded
   // naming the trainers that did not arrive.
@@ -103,6 +104,8 @@ class PsServer {
   int64_t Shrink();
 
   const PsServerOptions& options() const;
+  // Requests refused so far for a missing or wrong token. Thread-safe.
+  int64_t refused_requests() const;
 
   struct State;  // shared with the service implementation
 

@@ -1,6 +1,7 @@
 #include "comm/store/socket_util.h"
 
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -91,6 +92,21 @@ Fd TryConnect(const std::string& host, int port, std::string* error) {
     *error = std::strerror(errno);
   }
   return Fd();
+}
+
+std::string PeerName(const sockaddr_storage& addr) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (addr.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(addr);
+    inet_ntop(AF_INET, &a.sin_addr, ip, sizeof(ip));
+    port = ntohs(a.sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(addr);
+    inet_ntop(AF_INET6, &a.sin6_addr, ip, sizeof(ip));
+    port = ntohs(a.sin6_port);
+  }
+  return std::string(ip) + ":" + std::to_string(port);
 }
 
 void SetNoDelay(int fd) {

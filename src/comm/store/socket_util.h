@@ -1,6 +1,8 @@
 // Small POSIX socket helpers for the TCPStore (private).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <string>
 
@@ -30,6 +32,8 @@ int LocalPort(int fd);
 // One connection attempt; returns an invalid Fd and sets `error` on failure.
 Fd TryConnect(const std::string& host, int port, std::string* error);
 void SetNoDelay(int fd);
+// "ip:port" of an address from accept(); "?" for a family other than IPv4/6.
+std::string PeerName(const sockaddr_storage& addr);
 void SetNonBlocking(int fd);
 // Blocking send of all bytes; false when the peer is gone.
 bool SendAll(int fd, const void* data, size_t n);

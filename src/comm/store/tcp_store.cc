@@ -61,7 +61,9 @@ void TCPStore::Connect(std::chrono::milliseconds budget) {
             net::RecvAll(fd_, header, 5, Clock::now() + budget + kReplySlack) == 1;
   if (!ok || header[4] != wire::kOk) {
     CloseLocked();
-    FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the token");
+    FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the token (",
+                   options_.token.empty() ? "none was sent" : "not the job secret it expects",
+                   "; FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET)");
   }
 }
 

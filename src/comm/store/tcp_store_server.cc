@@ -17,6 +17,7 @@
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
 
 namespace flotilla::comm {
@@ -31,12 +32,14 @@ class TCPStoreServerImpl {
   int port() const { return port_; }
   std::string address() const { return host_ + ":" + std::to_string(port_); }
   int clients() const { return clients_; }
+  int64_t refused() const { return refused_; }
 
  private:
   struct Conn {
     net::Fd fd;
     Bytes in;
     Bytes out;
+    std::string peer;  // "ip:port" of the client
     bool authed = false;
     bool closing = false;  // close once `out` is flushed
   };
@@ -71,6 +74,7 @@ class TCPStoreServerImpl {
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
   std::atomic<int> clients_{0};  // conns_.size(), for other threads
+  std::atomic<int64_t> refused_{0};  // hellos refused for a wrong or missing secret
   // Owned by the server thread only.
   std::map<int, Conn> conns_;
   std::list<Parked> parked_;
@@ -150,7 +154,10 @@ void TCPStoreServerImpl::Loop() {
 
 void TCPStoreServerImpl::Accept() {
   while (true) {
-    int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_storage from{};
+    socklen_t from_len = sizeof(from);
+    int fd = ::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&from), &from_len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
       // The connection stays queued; polling the listener now would spin.
       log::Warn("TCPStoreServer {}: cannot accept a connection ({}); retrying in 100 ms",
@@ -161,6 +168,7 @@ void TCPStoreServerImpl::Accept() {
     if (fd < 0) return;
     net::SetNoDelay(fd);
     conns_[fd].fd = net::Fd(fd);
+    conns_[fd].peer = net::PeerName(from);
   }
 }
 
@@ -231,8 +239,10 @@ void TCPStoreServerImpl::HandleMessage(Conn& c, wire::Reader& r) {
   uint8_t cmd = r.u8();
   if (cmd == wire::kHello) {
     std::string token = r.str();
-    if (!options_.token.empty() && token != options_.token) {
-      log::Warn("TCPStoreServer {}: refused a client presenting a wrong token", address());
+    if (!options_.token.empty() && !SecretEquals(token, options_.token)) {
+      ++refused_;
+      log::Warn("TCPStoreServer {}: refused the client at {}: {} job secret", address(), c.peer,
+                token.empty() ? "no" : "a wrong");
       Reply(c, wire::Writer().u8(wire::kRefused));
       c.closing = true;
       return;
@@ -360,5 +370,6 @@ TCPStoreServer::~TCPStoreServer() = default;
 int TCPStoreServer::port() const { return impl_->port(); }
 std::string TCPStoreServer::address() const { return impl_->address(); }
 int TCPStoreServer::clients() const { return impl_->clients(); }
+int64_t TCPStoreServer::refused() const { return impl_->refused(); }
 
 }  // namespace flotilla::comm

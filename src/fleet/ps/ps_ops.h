@@ -20,6 +20,12 @@
 //                     until every trainer has finished
 #pragma once
 
+#include <string>
+
+namespace flotilla {
+class ExecutionContext;
+}
+
 namespace flotilla::fleet {
 
 // Registers the ops above (and every framework op). Idempotent, thread-safe.
@@ -29,6 +35,11 @@ namespace internal {
 void RegisterPsTrainerOps();
 void RegisterPsLookupOps();
 void RegisterPsServerOps();
+// The token servers demand and trainers send: the op's "token" attribute,
+// else FLOTILLA_PS_TOKEN, else the job secret (RequireJobSecret: throws
+// InvalidArgument naming the variables when none is set and the job does not
+// run with FLOTILLA_INSECURE=1).
+std::string PsToken(const ExecutionContext& ctx);
 }  // namespace internal
 
 }  // namespace flotilla::fleet

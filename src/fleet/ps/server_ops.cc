@@ -12,6 +12,8 @@
 #include "fleet/ps/ps_ops.h"
 #include "fleet/ps/table_spec.h"
 #include "flotilla/common/env.h"
+#include "flotilla/common/job_secret.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/ps/server.h"
@@ -54,8 +56,7 @@ void ListenAndServKernel(ExecutionContext& ctx) {
   opt.num_servers = ctx.Attr<int32_t>("num_servers");
   opt.num_trainers = ctx.Attr<int32_t>("num_trainers");
   opt.mode = ps::ParsePsMode(ctx.Attr<std::string>("mode"));
-  opt.token = ctx.AttrOr<std::string>("token", "");
-  if (opt.token.empty()) opt.token = env::GetOr("FLOTILLA_PS_TOKEN", "");
+  opt.token = internal::PsToken(ctx);
   const std::string sparse_json = ctx.AttrOr<std::string>("sparse_config", "");
   const SparseTableSettings sparse =
       sparse_json.empty() ? SparseTableSettings{} : SparseSettingsFromJson(sparse_json, ctx.Where());
@@ -86,6 +87,13 @@ void ListenAndServKernel(ExecutionContext& ctx) {
 }  // namespace
 
 namespace internal {
+
+std::string PsToken(const ExecutionContext& ctx) {
+  std::string token = ctx.AttrOr<std::string>("token", "");
+  if (token.empty()) token = env::GetOr("FLOTILLA_PS_TOKEN", "");
+  if (token.empty()) token = RequireJobSecret(StrCat(ctx.Where(), " (parameter-server RPCs)"));
+  return token;
+}
 
 void RegisterPsServerOps() {
   OpRegistry::Global().Register({.type = "listen_and_serv",

@@ -44,8 +44,7 @@ ps::PsClientOptions ClientOptions(const ExecutionContext& ctx) {
   // Retries of an unreachable server (1 s apart once backed off) last the
   // whole timeout: a server loading a large table before it listens is waited for.
   opt.max_attempts = std::max<int>(opt.max_attempts, static_cast<int>(timeout_ms / 1000) + 5);
-  opt.token = ctx.AttrOr<std::string>("token", "");
-  if (opt.token.empty()) opt.token = env::GetOr("FLOTILLA_PS_TOKEN", "");
+  opt.token = internal::PsToken(ctx);
   opt.min_block_size = ctx.AttrOr<int64_t>("min_block_size", ps::kMinBlockSize);
   return opt;
 }

@@ -178,7 +178,7 @@ Agreement ElasticRendezvous::AgreeOnWorld(Clock::time_point deadline) {
 std::optional<std::string> ElasticRendezvous::Master(const WorldRecord& world,
                                                      Clock::time_point deadline) {
   if (world.members.front() == Self()) {
-    store_ = comm::TCPStoreServer::Start(options_.host, 0);
+    store_ = comm::TCPStoreServer::Start(options_.host, 0, options_.token);
     const std::string address = StrCat(options_.host, ":", store_->port());
     etcd_->Put(keys_.master(world.gen), address);
     return address;
@@ -265,6 +265,7 @@ ElasticOptions ElasticOptionsFrom(const LaunchOptions& o) {
   FLOTILLA_ENFORCE(e.ttl.count() >= 1, "--elastic_ttl must be at least 1 second, not ", e.ttl.count());
   e.elastic_timeout = o.elastic_timeout;
   e.rendezvous_timeout = o.rendezvous_timeout;
+  e.token = o.job_secret;
   return e;
 }
 

@@ -37,6 +37,7 @@ struct ElasticOptions {
   std::chrono::seconds ttl{3};                        // --elastic_ttl
   std::chrono::milliseconds elastic_timeout{10000};   // --elastic_timeout: wait for MAX
   std::chrono::milliseconds rendezvous_timeout{120000};
+  std::string token;           // the job secret the world's store demands
 };
 
 // From the launcher's options. Throws InvalidArgument naming the option at
