@@ -70,17 +70,27 @@ std::vector<std::string> Job(const TempDir& dir, const std::vector<std::string>&
   return argv;
 }
 
+// A three-rank hang_worker job with `worker_args`, under the stall watch.
+Child HangJob(const TempDir& dir, std::vector<std::string> worker_args) {
+  worker_args.insert(worker_args.begin(), HangWorker());
+  return Child(Job(dir, {"--devices", "0,1,2"}, worker_args), dir.path());
+}
+
+// The launcher stopped the job as stalled (exit 124) within the stall
+// timeout (3 s) + 2 s of the hang.
+void ExpectStoppedAsStalled(const Aborted& a) {
+  EXPECT_EQ(a.code, 124) << a.report;
+  EXPECT_LE(a.seconds_after_hang, 3.0 + 2.0) << a.report;
+}
+
 TEST(ObserveHang, ASleepingRankIsNamedWithTheCollectiveAndItsOp) {
   TempDir dir;
-  Child job(Job(dir, {"--devices", "0,1,2"},
-                {HangWorker(), "--steps", "40", "--sleep_rank", "1", "--sleep_step", "5",
-                 "--sleep_seconds", "60"}),
-            dir.path());
+  Child job = HangJob(dir, {"--steps", "40", "--sleep_rank", "1", "--sleep_step", "5",
+                            "--sleep_seconds", "60"});
   auto hang = WaitForText(dir / "log/workerlog.1", "sleeping at step 5", 60s);
   ASSERT_TRUE(hang) << job.Stderr();
   const Aborted a = WaitForAbort(job, *hang);
-  EXPECT_EQ(a.code, 124) << a.report;
-  EXPECT_LE(a.seconds_after_hang, 3.0 + 2.0) << a.report;
+  ExpectStoppedAsStalled(a);
   EXPECT_GE(a.seconds_after_hang, 2.5) << a.report;
   const std::regex finding(
       "allreduce #(\\d+) \\(bucket 0, [0-9.]+ KB\\): ranks 0,2 waiting [0-9.]+ s; rank 1 never "
@@ -100,15 +110,12 @@ TEST(ObserveHang, ASleepingRankIsNamedWithTheCollectiveAndItsOp) {
 // bucket 0's.
 TEST(ObserveHang, ARankThatSkippedACollectiveIsNamed) {
   TempDir dir;
-  Child job(Job(dir, {"--devices", "0,1,2"},
-                {HangWorker(), "--steps", "40", "--skip_rank", "1", "--skip_step", "5",
-                 "--backend", "gloo"}),
-            dir.path());
+  Child job = HangJob(dir, {"--steps", "40", "--skip_rank", "1", "--skip_step", "5",
+                            "--backend", "gloo"});
   auto hang = WaitForText(dir / "log/workerlog.1", "skipping bucket 0 at step 5", 60s);
   ASSERT_TRUE(hang) << job.Stderr();
   const Aborted a = WaitForAbort(job, *hang);
-  EXPECT_EQ(a.code, 124) << a.report;
-  EXPECT_LE(a.seconds_after_hang, 3.0 + 2.0) << a.report;
+  ExpectStoppedAsStalled(a);
   const std::regex finding(
       "allreduce #(\\d+) \\(bucket 0, [0-9.]+ KB\\): ranks 0,2 waiting [0-9.]+ s; rank 1 is in "
       "allreduce #(\\d+) \\(bucket 1, 128 B\\) issued at step 5 instead");
@@ -126,10 +133,8 @@ TEST(ObserveHang, ARankThatSkippedACollectiveIsNamed) {
 // names rank 1 and the first collective the ranks disagree on.
 TEST(ObserveHang, ASkipOverSharedMemoryIsFoundAfterTheFailure) {
   TempDir dir;
-  Child job(Job(dir, {"--devices", "0,1,2"},
-                {HangWorker(), "--steps", "20", "--skip_rank", "1", "--skip_step", "5",
-                 "--backend", "shm"}),
-            dir.path());
+  Child job = HangJob(dir, {"--steps", "20", "--skip_rank", "1", "--skip_step", "5",
+                            "--backend", "shm"});
   EXPECT_NE(job.WaitCode(60s), 0);
   const std::regex finding(
       "the ranks disagree on collective #(\\d+): ranks 0,2 ran allreduce #\\d+ \\(bucket 0, "
@@ -167,8 +172,7 @@ TEST(ObserveHang, AStoppedParameterServerIsNamedWithItsBlockedTrainers) {
   const auto hang = Clock::now();
   const Aborted a = WaitForAbort(job, hang);
   kill(server, SIGKILL);  // whatever the launcher did, it must not outlive the test
-  EXPECT_EQ(a.code, 124) << a.report;
-  EXPECT_LE(a.seconds_after_hang, 3.0 + 2.0) << a.report;
+  ExpectStoppedAsStalled(a);
   const std::regex finding(
       "pserver 1 \\(127\\.0\\.0\\.1:\\d+\\) unreachable since \\d\\d:\\d\\d:\\d\\d \\(its process "
       "is stopped: stopped by a signal \\(SIGSTOP\\)( until the job was stopped)?\\); trainers 0,1 blocked in "
