@@ -1,9 +1,13 @@
 # The README's two commands: `make demo` and `make test`.
+# `make test SANITIZE=address` (ASan + UBSan) or `SANITIZE=thread` runs the
+# suite under a sanitizer in its own build directory (build-asan/, build-tsan/;
+# what each leaves out and why is in scripts/test-sanitized.sh).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+SANITIZE ?=
 
-.PHONY: all deps configure build test demo bench install clean
+.PHONY: all deps configure build test test-release demo bench install clean
 
 all: build
 
@@ -16,7 +20,14 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+ifeq ($(SANITIZE),)
+test: test-release
+else
+test: deps
+	@scripts/test-sanitized.sh $(SANITIZE) $(JOBS)
+endif
+
+test-release: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 demo: build
@@ -32,4 +43,4 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan

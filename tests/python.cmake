@@ -1,6 +1,7 @@
 # The Python package's tests: pytest files under tests/python, run by
 # FLOTILLA_PYTHON (Debian's /usr/bin/python3) against the in-tree package
-# (PYTHONPATH=build/python), one ctest entry per file.
+# (PYTHONPATH=build/python), one ctest entry per file. In sanitizer builds the
+# interpreter gets the sanitizer's runtime preloaded (cmake/sanitize.cmake).
 find_package(nlohmann_json REQUIRED)
 add_executable(py_model_tool python/model_tool.cc)
 set_target_properties(py_model_tool PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
@@ -14,8 +15,9 @@ function(flotilla_pytest name file)
   endif()
   add_test(NAME ${name}
     COMMAND ${FLOTILLA_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/${file})
-  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT
-    "PYTHONPATH=${FLOTILLA_PYTHON_DIR};FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};FLOTILLA_SOURCE_DIR=${PROJECT_SOURCE_DIR};OPENBLAS_NUM_THREADS=1;${FLOTILLA_TEST_SECRET}")
+  set(env "PYTHONPATH=${FLOTILLA_PYTHON_DIR};FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};FLOTILLA_SOURCE_DIR=${PROJECT_SOURCE_DIR};OPENBLAS_NUM_THREADS=1;${FLOTILLA_TEST_SECRET}")
+  list(APPEND env ${FLOTILLA_SANITIZE_PYTHON_ENV})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS python ENVIRONMENT "${env}")
 endfunction()
 
 flotilla_pytest(python_feed_fetch_test test_feed_fetch.py TIMEOUT 120)
