@@ -1,6 +1,9 @@
 #include "flotilla/io/checkpoint_manager.h"
 
 #include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <charconv>
@@ -56,6 +59,21 @@ std::optional<int64_t> StepOf(const std::string& name) {
   return step;
 }
 
+// What a killed save or prune leaves: "step-12.tmp.<pid>" (a save killed
+// before its rename), "step-12.old.<pid>" (a prune killed while removing)
+// and "step-12" without STATE.json (removed part-way by an older release).
+bool IsLeftover(const std::string& name, bool complete) {
+  if (StepOf(name)) return !complete;
+  for (const char* infix : {".tmp.", ".old."}) {
+    const size_t at = name.find(infix);
+    if (at != std::string::npos && StepOf(name.substr(0, at)) &&
+        StepOf(std::string(kStepPrefix) + name.substr(at + 5))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 CheckpointManager::CheckpointManager(std::string dir, int keep) : dir_(std::move(dir)), keep_(keep) {
@@ -73,6 +91,7 @@ std::string CheckpointManager::Save(const Program& program, const Scope& scope,
   trace::Span span(trace::Category::kCheckpoint, FLOTILLA_TRACE_NAME("save checkpoint"));
   span.Arg("step", state.step);
   MakeDirs(dir_);
+  RemoveLeftovers();
   const std::string target = StepDir(state.step);
   internal::CommitDirAtomic(target, [&](const std::string& tmp) {
     internal::WriteTensors(tmp, PersistableNames(program), scope);
@@ -102,9 +121,35 @@ std::optional<int64_t> CheckpointManager::LatestStep() const {
   return steps.back();
 }
 
+// An old checkpoint is first renamed out of the step names, so a process
+// killed while removing it leaves a leftover, never a checkpoint with
+// files missing.
 void CheckpointManager::Prune() const {
   auto steps = Steps();
-  for (size_t i = 0; i + keep_ < steps.size(); ++i) RemoveAll(StepDir(steps[i]));
+  for (size_t i = 0; i + keep_ < steps.size(); ++i) {
+    const std::string old = StrCat(StepDir(steps[i]), ".old.", ::getpid());
+    RemoveAll(old);
+    if (std::rename(StepDir(steps[i]).c_str(), old.c_str()) == 0) {
+      RemoveAll(old);
+    } else {
+      RemoveAll(StepDir(steps[i]));
+    }
+  }
+}
+
+// One process saves at a time (see the header), so every leftover of an
+// earlier, killed save or prune is garbage.
+void CheckpointManager::RemoveLeftovers() const {
+  DIR* d = opendir(dir_.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> leftovers;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    const std::string path = StrCat(dir_, "/", name);
+    if (IsLeftover(name, FileExists(path + "/" + kStateFile))) leftovers.push_back(path);
+  }
+  closedir(d);
+  for (const auto& path : leftovers) RemoveAll(path);
 }
 
 TrainingState CheckpointManager::Load(const Program& program, Scope& scope,

@@ -1,6 +1,7 @@
 #include "flotilla/io/checkpoint_manager.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "flotilla/common/file_util.h"
 #include "io/testing/temp_dir.h"
@@ -81,6 +82,31 @@ TEST_F(CheckpointManagerTest, IgnoresLeftoversOfAnInterruptedSave) {
   MakeDirs(tmp / "ckpt/step-9.tmp.123");  // a save killed before its rename
   MakeDirs(tmp / "ckpt/step-8");          // no STATE.json: not a checkpoint
   EXPECT_EQ(ckpt.LatestStep(), 3);
+}
+
+// A job killed mid-save or mid-prune leaves temporaries; the next save
+// removes them (they would pile up, a job killed again and again) and
+// leaves everything that is not its own alone.
+TEST_F(CheckpointManagerTest, TheNextSaveRemovesLeftoversOfKilledSavesAndPrunes) {
+  CheckpointManager ckpt(tmp / "ckpt", /*keep=*/2);
+  Fill(1);
+  ckpt.Save(program, scope, {3});
+  MakeDirs(tmp / "ckpt/step-9.tmp.123/ps_tables");  // a save killed before its rename
+  MakeDirs(tmp / "ckpt/step-1.old.456");            // a prune killed while removing
+  MakeDirs(tmp / "ckpt/step-2");                     // removed part-way: no STATE.json
+  MakeDirs(tmp / "ckpt/step-x.tmp.1");               // not ours
+  MakeDirs(tmp / "ckpt/notes");
+  ckpt.Save(program, scope, {4});
+  for (const char* gone : {"step-9.tmp.123", "step-1.old.456", "step-2"}) {
+    EXPECT_FALSE(FileExists(tmp / (std::string("ckpt/") + gone))) << gone;
+  }
+  EXPECT_TRUE(FileExists(tmp / "ckpt/step-x.tmp.1"));
+  EXPECT_TRUE(FileExists(tmp / "ckpt/notes"));
+  EXPECT_EQ(ckpt.Steps(), (std::vector<int64_t>{3, 4}));
+  ckpt.Save(program, scope, {5});  // prunes step 3 without leaving anything
+  EXPECT_EQ(ckpt.Steps(), (std::vector<int64_t>{4, 5}));
+  EXPECT_FALSE(FileExists(tmp / ("ckpt/step-3.old." + std::to_string(getpid()))));
+  EXPECT_FALSE(FileExists(ckpt.StepDir(3)));
 }
 
 TEST_F(CheckpointManagerTest, AFailedSaveKeepsThePreviousCheckpoint) {

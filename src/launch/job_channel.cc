@@ -1,6 +1,7 @@
 #include "launch/job_channel.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
@@ -37,13 +38,19 @@ void StoreChannel::Stop() {
   if (monitor_.joinable()) monitor_.join();
 }
 
+// Also publishes this node's abort: the watchdog hands it over and goes
+// on stopping the processes, whatever the network does meanwhile.
 void StoreChannel::Monitor() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
+  while (true) {
+    std::optional<AbortNotice> abort = std::exchange(pending_abort_, std::nullopt);
+    const bool stop = stopping_;
     lock.unlock();
+    if (abort) PublishAbort(*abort);
+    if (stop) return;
     PollOnce();
     lock.lock();
-    cv_.wait_for(lock, options_.poll, [this] { return stopping_; });
+    cv_.wait_for(lock, options_.poll, [this] { return stopping_ || pending_abort_.has_value(); });
   }
 }
 
@@ -62,6 +69,7 @@ void StoreChannel::PollOnce() {
                        j.at("message").get<std::string>()};
     if (notice.node != options_.node) SetPeerAbort(notice);
   } catch (const std::exception& e) {
+    store_lost_ = true;
     SetPeerAbort({0, 1, StrCat("lost the rendezvous store at ", options_.store_address,
                                " (has node 0's launcher stopped?): ", e.what())});
   }
@@ -101,13 +109,25 @@ void StoreChannel::Abort(const AbortNotice& notice) {
     std::lock_guard<std::mutex> lock(mu_);
     if (aborted_here_ || peer_abort_) return;  // the job is already going down
     aborted_here_ = true;
+    pending_abort_ = notice;
+  }
+  cv_.notify_all();
+}
+
+// On the monitor thread, through its short-timeout connection.
+void StoreChannel::PublishAbort(const AbortNotice& notice) {
+  if (store_lost_) {
+    log::Warn("could not tell the other nodes that this node aborted: the rendezvous store at {} "
+              "is lost", options_.store_address);
+    return;
   }
   try {
-    if (control_->add(kAbortTicket, 1) != 1) return;  // another node was first
+    if (store_->add(kAbortTicket, 1) != 1) return;  // another node was first
     nlohmann::json j = {{"node", notice.node}, {"exit_code", notice.exit_code},
                         {"message", notice.message}};
-    control_->setString(kAbortKey, j.dump());
+    store_->setString(kAbortKey, j.dump());
   } catch (const std::exception& e) {
+    store_lost_ = true;
     log::Warn("could not tell the other nodes that this node aborted: {}", e.what());
   }
 }
@@ -119,8 +139,9 @@ std::optional<AbortNotice> StoreChannel::PeerAbort() {
 
 void StoreChannel::Finish() {
   Stop();
+  if (store_lost_) return;  // nobody to tell (a lost link must not hold the launcher)
   try {
-    control_->setString(FinishedKey(options_.node), "1");
+    store_->setString(FinishedKey(options_.node), "1");
     if (options_.node == 0) WaitForOtherNodes();
   } catch (const std::exception& e) {
     log::Warn("could not wait for the other nodes to finish; closing the store anyway: {}",

@@ -33,7 +33,9 @@ class LocalChannel : public JobChannel {
 // counter every `heartbeat` and watches the other nodes' counters: a node
 // that has neither finished nor beaten for `node_timeout` (its launcher was
 // SIGKILLed, its machine is gone) counts as an abort, as does a store that
-// stops answering (node 0's launcher is gone).
+// stops answering (node 0's launcher is gone). Abort returns at once: the
+// monitor publishes it, so a dead link never holds the watchdog; once the
+// store was lost, Finish tells nobody instead of waiting on it.
 class StoreChannel : public JobChannel {
  public:
   struct Options {
@@ -46,7 +48,8 @@ class StoreChannel : public JobChannel {
     std::chrono::milliseconds node_timeout{10000};
     std::chrono::milliseconds finish_timeout{30000};
   };
-  // `store` is used by the monitor thread only; `control` by the callers.
+  // `store` (short timeouts) is used by the monitor thread, and by Finish
+  // once the monitor stopped; `control` by the callers.
   StoreChannel(Options options, std::shared_ptr<comm::Store> store,
                std::shared_ptr<comm::Store> control);
   ~StoreChannel() override;
@@ -63,6 +66,7 @@ class StoreChannel : public JobChannel {
   void Heartbeat();
   void WaitForOtherNodes();
   void SetPeerAbort(const AbortNotice& notice);
+  void PublishAbort(const AbortNotice& notice);
   void Stop();
 
   Options options_;
@@ -74,6 +78,9 @@ class StoreChannel : public JobChannel {
   bool stopping_ = false;                  // guarded by mu_
   bool aborted_here_ = false;              // guarded by mu_
   std::optional<AbortNotice> peer_abort_;  // guarded by mu_
+  std::optional<AbortNotice> pending_abort_;  // guarded by mu_; the monitor publishes it
+  // Monitor thread (then Finish, after joining it): a store call failed.
+  bool store_lost_ = false;
   // Monitor thread only: each node's last heartbeat value and when it changed.
   std::vector<int64_t> beats_;
   std::vector<std::chrono::steady_clock::time_point> beat_seen_;

@@ -234,6 +234,27 @@ void DiagnosePs(const DoctorInput& in, Diagnosis& out) {
   }
 }
 
+// A stopped process (SIGSTOP, a debugger) neither dumps nor answers: the
+// others' pending calls point at whoever they wait on (a server holding a
+// barrier, a collective's peers), so the stopped one is named first. A
+// stopped server that trainers wait on is named by DiagnosePs already.
+void DiagnoseStopped(const DoctorInput& in, Diagnosis& out) {
+  for (const auto& [label, s] : in.status) {
+    if (s.state != "stopped") continue;
+    const std::string as_pserver = StrCat("pserver ", s.id, " (");
+    if (s.role == "server" && std::any_of(out.findings.begin(), out.findings.end(),
+                                          [&](const std::string& f) {
+                                            return f.find(as_pserver) == 0;
+                                          })) {
+      continue;
+    }
+    out.findings.insert(out.findings.begin(),
+                        StrCat(label, " (pid ", s.pid, ", ", s.endpoint, ") is stopped (",
+                               s.status, "): it cannot run or answer, and whoever waits on it "
+                               "waits forever"));
+  }
+}
+
 void DiagnoseExits(const DoctorInput& in, Diagnosis& out) {
   for (const auto& [label, s] : in.status) {
     if (s.state != "failed") continue;
@@ -268,6 +289,7 @@ Diagnosis Diagnose(const std::string& log_dir) {
   Diagnosis d;
   DiagnoseCollectives(in, d);
   DiagnosePs(in, d);
+  DiagnoseStopped(in, d);
   DiagnoseExits(in, d);
   Details(in, d);
   d.notes = in.notes;

@@ -95,6 +95,27 @@ TEST_F(DoctorTest, AStoppedServerIsUnreachableAndItsTrainersBlocked) {
             std::string::npos) << d.findings[0];
 }
 
+// Sync PS: trainer 1 is SIGSTOPped, trainer 0 waits at the servers'
+// barrier for it. The servers answer (they dumped); the stopped trainer is
+// the one to name, first.
+TEST_F(DoctorTest, AStoppedTrainerIsNamedFirst) {
+  nlohmann::json rpc = {{"type", "rpc"}, {"state", "started"}, {"kind", "Barrier"},
+                        {"endpoint", "127.0.0.1:6170"}, {"server", 0}, {"trainer", 0},
+                        {"enqueue_ns", 90 * kSec}, {"start_ns", 90 * kSec}};
+  Dump("rank0", "trainer", 0, {rpc}, "ps_barrier", 12);
+  Dump("server0", "server", 0, {}, "listen_and_serv", 1);
+  nlohmann::json status = {{"processes",
+                            {{{"label", "rank 1"}, {"role", "trainer"}, {"id", 1}, {"pid", 43},
+                              {"endpoint", "127.0.0.1:6171"}, {"state", "stopped"},
+                              {"status", "stopped by a signal (SIGSTOP)"}}}}};
+  WriteFileAtomic(dir_ + "/job_status.json", status.dump());
+  const Diagnosis d = Diagnose(dir_);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0], "rank 1 (pid 43, 127.0.0.1:6171) is stopped (stopped by a signal "
+                           "(SIGSTOP)): it cannot run or answer, and whoever waits on it waits "
+                           "forever");
+}
+
 TEST_F(DoctorTest, DamagedDumpsBecomeNotesAndNothingFoundIsSaid) {
   WriteFileAtomic(dir_ + "/flight/rank0.flight.json", "{not json");
   const Diagnosis d = Diagnose(dir_);

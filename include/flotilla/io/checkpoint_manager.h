@@ -13,6 +13,8 @@
 // plus STATE.json with the TrainingState. A save fills "<dir>/step-<N>.tmp.<pid>"
 // and renames it into place, so a step directory is either complete or
 // absent; after the save only the newest `keep` step directories remain.
+// What a save or prune killed part-way leaves behind ("step-N.tmp.<pid>",
+// "step-N.old.<pid>") is ignored by loads and removed by the next save.
 // A training loop that restarts (an elastic job's new world) calls
 // LatestStep()/Load() and continues from the step saved.
 //
@@ -70,6 +72,7 @@ class CheckpointManager {
 
  private:
   void Prune() const;
+  void RemoveLeftovers() const;
 
   std::string dir_;
   int keep_;
