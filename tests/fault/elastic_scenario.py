@@ -6,7 +6,10 @@ from the newest checkpoint (rank 0 prints "resumed at step N", N no older
 than the newest checkpoint before the loss), and the killed launcher's
 processes, ports and shared-memory segments must be gone (the segments at
 the latest when a launcher starts again on that host). The node is then
-started again and the job must scale back out to three.
+started again and the job must scale back out to three. One fault in three
+SIGKILLs a trainer instead: that is no lost node, so every launcher must
+stop the job, the trainer's node naming it in its ABORT output; the job
+is then started again and must resume from the newest checkpoint.
 
 etcd is Debian's /usr/bin/etcd on free loopback ports, started and ended
 (by pid) by the scenario, as tests/elastic_test_util.cc does.
@@ -23,9 +26,10 @@ import urllib.request
 from typing import Dict, List, Optional
 
 import fault_proc
-from fault_job import Launcher, bin_path, last_step, read_text, wait_for
+from fault_job import Launcher, bin_path, last_step, process_pids, read_text, wait_for
 from fault_result import Fault
-from fault_scenario import Scenario, latest_checkpoint, make_secret_file, new_tag
+from fault_scenario import (Scenario, abort_text, await_exit, check_leftovers, latest_checkpoint,
+                            make_secret_file, new_tag)
 
 ETCD = "/usr/bin/etcd"
 TTL_S = 3
@@ -49,7 +53,7 @@ class Node:
 
 class ElasticKill(Scenario):
     name = "elastic_kill"
-    exit_bound_s = TTL_S + GRACE_S + 10  # loss → the survivors named it
+    exit_bound_s = TTL_S + GRACE_S + 10  # loss → named (and, for a trainer, stopped)
 
     def __init__(self, work_dir, rng) -> None:
         super().__init__(work_dir, rng)
@@ -121,10 +125,11 @@ class ElasticKill(Scenario):
         log_dir = os.path.join(out_dir, "log")
         argv = [bin_path("flotilla"), "launch", "--log_dir", log_dir,
                 "--grace_period", str(GRACE_S), "--elastic_server", f"etcd://{self.endpoint}",
-                "--job_id", self.job, "--np", "2:3", "--host", host, bin_path("train_with_fleet"), "--steps", "100000000", "--hidden",
-                "32", "--batch_size", "64", "--lr", "0.05", "--labels", "sum",
+                "--job_id", self.job, "--np", "2:3", "--host", host,
+                bin_path("train_with_fleet"), "--steps", "100000000", "--hidden", "32",
+                "--batch_size", "64", "--lr", "0.05", "--labels", "sum",
                 "--fetch_frequency", "1", "--checkpoint_dir", self.ckpt_dir,
-                "--checkpoint_every", "10"]
+                "--checkpoint_every", "25"]
         node = Node(Launcher(argv, out_dir, tag, (), {
             "FLOTILLA_ELASTIC_TTL": str(TTL_S), "FLOTILLA_ELASTIC_TIMEOUT": "5",
             "OPENBLAS_NUM_THREADS": "1", "FLOTILLA_JOB_SECRET_FILE": self.secret}), tag, log_dir)
@@ -133,10 +138,10 @@ class ElasticKill(Scenario):
 
     def rank0_text(self) -> str:
         """Every rank-0 log of every launcher start (appended, never cut)."""
-        text = ""
-        for entry in sorted(os.listdir(self.work_dir)):
-            text += read_text(os.path.join(self.work_dir, entry, "log", "workerlog.0"))
-        return text
+        starts = [e for e in os.listdir(self.work_dir) if re.fullmatch(r"[0-9.]+\.\d+", e)]
+        starts.sort(key=lambda e: int(e.rsplit(".", 1)[1]))  # in start order: counts stay put
+        return "".join(read_text(os.path.join(self.work_dir, e, "log", "workerlog.0"))
+                       for e in starts)
 
     def resumes(self) -> List[tuple]:
         return [(int(m.group(1)), int(m.group(2))) for m in RESUMED.finditer(self.rank0_text())]
@@ -151,19 +156,84 @@ class ElasticKill(Scenario):
 
         return found[0] if wait_for(done, timeout, 0.1) else None
 
+    def ensure_running(self, fault: Fault) -> bool:
+        """Starts the three launchers when the job is not running (first,
+        or after a fault that stopped it): a job with a checkpoint must
+        resume from exactly the newest one (shown for the fault that
+        stopped it), a new one must save one."""
+        if self.nodes and all(n.launcher.exited() is None for n in self.nodes.values()):
+            return True
+        for node in list(self.nodes.values()):
+            self._stop(node)
+        self.nodes.clear()
+        self.job = new_tag()  # the stopped job's keys stay behind in etcd; start afresh
+        expected, seen = latest_checkpoint(self.ckpt_dir), len(self.resumes())
+        for host in HOSTS:
+            self.start(host)
+        if expected is None:
+            if wait_for(lambda: latest_checkpoint(self.ckpt_dir) is not None, 90, 0.1):
+                return True
+            fault.fail("the elastic job saved no checkpoint within 90 s: " +
+                       self.nodes[HOSTS[0]].launcher.stderr()[-2000:])
+            return False
+        step = self.wait_resumed(seen, 3, 90)
+        owner = self.unverified or fault
+        if step is None:
+            owner.fail(f"the restarted job did not resume from step {expected} within 90 s: " +
+                       self.nodes[HOSTS[0]].launcher.stderr()[-2000:])
+            return False
+        owner.check(step == expected, f"the restarted job resumed at step {step}, not at the "
+                                      f"newest checkpoint's step {expected}")
+        self.unverified = None
+        return True
+
     def run_fault(self, fault: Fault) -> None:
-        if any(n.launcher.exited() is not None for n in self.nodes.values()):
-            for node in list(self.nodes.values()):  # a failed fault broke the job: start over
-                self._stop(node)
-            self.nodes.clear()
-        if not self.nodes:
-            for host in HOSTS:
-                self.start(host)
-            if not wait_for(lambda: latest_checkpoint(self.ckpt_dir) is not None, 90, 0.1):
-                fault.fail("the elastic job saved no checkpoint within 90 s: " +
-                           self.nodes[HOSTS[0]].launcher.stderr()[-2000:])
-                return
+        if not self.ensure_running(fault):
+            return
         time.sleep(self.rng.uniform(1.0, 3.0))
+        if self.rng.random() < 1 / 3:
+            self.kill_trainer(fault)
+        else:
+            self.kill_launcher(fault)
+
+    def kill_trainer(self, fault: Fault) -> None:
+        """kill -9 of one trainer: not a lost node, so the job stops (every
+        launcher), its node's ABORT naming the trainer; the next fault's
+        start resumes it from the newest checkpoint."""
+        host = self.rng.choice(HOSTS)
+        node = self.nodes[host]
+        pids = process_pids(node.log_dir)
+        if not pids:
+            fault.fail(f"no processes in {node.log_dir}/job_status.json")
+            return
+        label = self.rng.choice(sorted(pids))
+        pid = pids[label]
+        fault.action = f"kill -9 elastic trainer #{label} on {host} pid {pid}"
+        nodes = list(self.nodes.values())
+        ports = fault_proc.listening_ports_of(set().union(*(fault_proc.tagged_pids(n.tag)
+                                                            for n in nodes)))
+        reached = last_step(self.rank0_text())
+        said = len(node.launcher.stderr())
+        os.kill(pid, signal.SIGKILL)
+        injected = time.monotonic()
+        cause = re.compile(rf"  {label} \(pid {pid}, [^)]*\) killed by signal SIGKILL")
+        named = lambda: cause.search(abort_text(node.launcher.stderr()[said:])) is not None
+        await_exit(fault, [n.launcher for n in nodes], injected, self.exit_bound_s, named)
+        fault.check(named(), f"{host}'s launcher did not name {label}:\n"
+                             f"{node.launcher.stderr()[said:][-3000:]}")
+        for n in nodes:
+            fault.check(n.launcher.exited() not in (None, 0),
+                        f"launcher pid {n.launcher.pid} exited {n.launcher.exited()}")
+            check_leftovers(fault, n.tag, ports, self.job)
+        self.nodes.clear()
+        ckpt = latest_checkpoint(self.ckpt_dir)
+        if ckpt is not None:
+            fault.steps_lost = max(0, reached - ckpt)
+        self.unverified = fault
+
+    def kill_launcher(self, fault: Fault) -> None:
+        """kill -9 of one node's launcher: the survivors go on without it,
+        then with it again."""
         host = self.rng.choice(HOSTS)
         victim = self.nodes[host]
         survivors = [n for h, n in self.nodes.items() if h != host]
@@ -210,11 +280,14 @@ class ElasticKill(Scenario):
         fault.check(not stale, f"/dev/shm segments of the killed launcher left: {stale}")
 
     def verify_last(self) -> None:
-        """Each fault's checkpoint was loaded by the survivors' resume; the
-        job is stopped by SIGTERM and must leave nothing behind."""
+        """A lost launcher's checkpoint was loaded by the survivors' resume,
+        a stopped job's by a restart; the job is then stopped by SIGTERM
+        and must leave nothing behind."""
         if not self.faults:
             return
         fault = self.faults[-1]
+        if not self.ensure_running(fault):
+            return
         for node in list(self.nodes.values()):
             node.launcher.signal(signal.SIGTERM)
         for node in list(self.nodes.values()):
