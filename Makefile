@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 SANITIZE ?=
 
-.PHONY: all deps configure build test test-release demo bench install clean
+.PHONY: all deps configure build test test-release demo bench install clean fuzz
 
 all: build
 
@@ -36,6 +36,17 @@ demo: build
 bench: build
 	@scripts/install-deps.sh --bench
 	@scripts/bench.sh $(BUILD)
+
+# The fuzz targets (tests/fuzz) built by clang with libFuzzer, ASan and UBSan
+# in their own build directory, each run for FUZZ_SECONDS.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps.sh --fuzz
+	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOTILLA_FUZZ=ON \
+	  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	@tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The flotilla launcher into PREFIX/bin and the Python package where
 # /usr/bin/python3 finds it (PREFIX/lib/python3/dist-packages); DESTDIR stages.

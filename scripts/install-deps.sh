@@ -5,6 +5,7 @@
 #   scripts/install-deps.sh --bench  also the peers the benchmarks compare against
 #   scripts/install-deps.sh --container  also podman (tests/clusters/container_test.py)
 #   scripts/install-deps.sh --test-browser  also headless Chromium for the dashboard test
+#   scripts/install-deps.sh --fuzz   also clang and libFuzzer (make fuzz)
 set -euo pipefail
 
 packages=(
@@ -30,7 +31,8 @@ for arg in "$@"; do
     --bench) packages+=(python3-torch) ;;
     --container) packages+=(podman) ;;
     --test-browser) packages+=(chromium chromium-driver python3-selenium) ;;
-    *) echo "install-deps: unknown option '$arg' (expected --bench, --container or --test-browser)" >&2
+    --fuzz) packages+=(clang-14 libfuzzer-14-dev) ;;
+    *) echo "install-deps: unknown option '$arg' (expected --bench, --container, --test-browser or --fuzz)" >&2
        exit 2 ;;
   esac
 done

@@ -123,7 +123,7 @@ void FindMismatch(const std::map<int, RankView>& ranks, Diagnosis& out) {
     std::vector<std::pair<const DumpedRecord*, std::vector<int>>> kinds;
     for (const auto& [rank, r] : entries) {
       auto it = std::find_if(kinds.begin(), kinds.end(),
-                             [&](auto& k) { return Same(*k.first, *r); });
+                             [&r = r](auto& k) { return Same(*k.first, *r); });
       if (it == kinds.end()) kinds.push_back({r, {rank}});
       else it->second.push_back(rank);
     }

@@ -112,7 +112,7 @@ void ShmBackend::GatherStep(const ReduceJob& job, size_t j) {
     if (r == rank_ || a == b) continue;
     Await(job.what, Tag(round_, j + 1),
           [&](int s) { return s == r ? &seg_->control(s).reduced : nullptr; });
-    Timed(options_.time_phases, stats_.copy_out_ns, [&] {
+    Timed(options_.time_phases, stats_.copy_out_ns, [&, a = a, b = b] {
       CopyBytes(job.out + job.out_off[r] + a * job.esize, Piece(r, j, r, chunk),
                 (b - a) * job.esize, job.stream);
     });
@@ -143,7 +143,7 @@ void ShmBackend::SendPipelined(const SendJob& job_in) {
       }
       char* to = seg_->slot(rank_, round_) + (i % kDepth) * cell;
       Timed(options_.time_phases, stats_.copy_in_ns,
-            [&] { CopyBytes(to, job.in + a, b - a, false); });
+            [&, a = a, b = b] { CopyBytes(to, job.in + a, b - a, false); });
       Publish(seg_->control(rank_).posted, Tag(round_, i + 1));
       if (job.in != job.out + job.out_off[rank_]) {
         CopyBytes(job.out + job.out_off[rank_] + a, job.in + a, b - a, job.stream);
