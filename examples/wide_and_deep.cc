@@ -27,6 +27,11 @@
 // --checkpoint_dir D --checkpoint_every N: fleet checkpoints (the servers'
 // tables included) every N steps; a job started again resumes from the
 // newest one, skipping the samples its steps consumed.
+// Heterogeneous PS (`flotilla launch --heter_worker_num 2 ... --mode async`):
+// the trainers look up the embeddings and push their gradients, the heter
+// workers run the fc layers (--pipeline_depth batches in flight per
+// trainer; --boundary_vars overrides where the program is cut). A heter
+// worker's last line is {"role":"heter_worker","endpoint":…}.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fstream>
@@ -84,6 +89,8 @@ struct Flags {
   int64_t skip_samples = 0;
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
+  int pipeline_depth = 2;
+  std::vector<std::string> boundary_vars;
 };
 
 struct Model {
@@ -174,6 +181,8 @@ fleet::DistributedStrategy Strategy(const Flags& f, const Model& m) {
   s.a_sync_configs().set_send_queue_size(f.send_queue_size);
   s.a_sync_configs().set_max_merge_var_num(f.max_merge_var_num);
   s.a_sync_configs().set_independent_recv_thread(f.independent_recv_thread);
+  s.heter_configs().set_pipeline_depth(f.pipeline_depth);
+  for (const auto& v : f.boundary_vars) s.heter_configs().add_boundary_vars(v);
   return s;
 }
 
@@ -218,10 +227,14 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
   int64_t samples = 0, dropped = 0;
   const int64_t per_pass = (f.train_samples + f.passes - 1) / f.passes;
   auto start = std::chrono::steady_clock::now();
+  const bool heter = fleet::is_heter_job();
   while (auto b = train.Next(f.batch_size)) {
-    auto out = exe.run(fleet::main_program(), Feed(m, *b), {m.loss.name()});
+    // Heterogeneous jobs return the loss of an earlier batch (none while
+    // the pipeline fills).
+    auto out = heter ? fleet::heter_train_step(exe, Feed(m, *b), {m.loss.name()})
+                     : exe.run(fleet::main_program(), Feed(m, *b), {m.loss.name()});
     samples += b->size();
-    if (++steps % f.log_every == 0) {
+    if (++steps % f.log_every == 0 && !out.empty()) {
       std::cout << "worker " << fleet::worker_index() << " step " << steps << " loss "
                 << out[0].data<float>()[0] << std::endl;
     }
@@ -234,6 +247,7 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
     }
     if (samples % per_pass < b->size() && samples < f.train_samples) dropped += fleet::shrink();
   }
+  if (heter) fleet::heter_flush(exe);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json r = Evaluate(exe, test, m, f);
   fleet::stop_worker();
@@ -268,6 +282,20 @@ int Run(const Flags& f) {
               << std::endl;
     return 0;
   }
+  if (fleet::is_heter_worker()) {
+    Executor exe(CPUPlace());
+    exe.run(fleet::startup_program());
+    fleet::init_worker();
+    fleet::run_heter_worker();
+    fleet::stop_worker();
+    std::cout << nlohmann::json{{"role", "heter_worker"}, {"endpoint", role.current_endpoint()}}.dump()
+              << std::endl;
+    return 0;
+  }
+  FLOTILLA_CHECK(!fleet::is_heter_job() || (f.save_dir.empty() && f.load_dir.empty() &&
+                                            f.checkpoint_dir.empty() && f.passes == 1),
+                 InvalidArgument, "wide_and_deep: --save_dir/--load_dir/--checkpoint_dir/--passes "
+                 "are not available in heterogeneous jobs (the dense parameters live on the heter workers)");
   return RunWorker(f, m, test_clone);
 }
 
@@ -314,6 +342,9 @@ int main(int argc, char** argv) {
   app.add_option("--skip_samples", f.skip_samples, "skip this many training samples first");
   app.add_option("--checkpoint_dir", f.checkpoint_dir, "fleet checkpoints: resume from the newest, save here");
   app.add_option("--checkpoint_every", f.checkpoint_every, "save a checkpoint every this many steps");
+  app.add_option("--pipeline_depth", f.pipeline_depth, "heter jobs: mini-batches in flight per trainer")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--boundary_vars", f.boundary_vars, "heter jobs: variables cut between trainer and heter worker");
   CLI11_PARSE(app, argc, argv);
   if (f.lr == 0) f.lr = f.mode == "async" ? 0.2f : (f.optimizer == "adagrad" ? 0.05f : 0.5f);
   return flotilla::examples::RunExample("wide_and_deep", [&] { return Run(f); });

@@ -217,9 +217,9 @@ TEST(LaunchCli, UnsupportedModesSayWhy) {
   EXPECT_EQ(elastic.code, 2);
   EXPECT_NE(elastic.err.find("need --elastic_server"), std::string::npos) << elastic.err;
   LaunchRun heter;
-  heter.Launch({"--heter_workers", "127.0.0.1:7000"});
+  heter.Launch({"--run_mode", "ps-heter"});
   EXPECT_EQ(heter.code, 2);
-  EXPECT_NE(heter.err.find("not supported yet"), std::string::npos) << heter.err;
+  EXPECT_NE(heter.err.find("--run_mode ps-heter needs heter workers"), std::string::npos) << heter.err;
   LaunchRun conflict;
   conflict.Launch({"--run_mode", "collective", "--server_num", "1"});
   EXPECT_EQ(conflict.code, 2);

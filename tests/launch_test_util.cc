@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -187,6 +188,49 @@ int FreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+nlohmann::json LastJsonLine(const std::string& text) {
+  size_t end = text.size();
+  while (end > 0) {
+    const size_t nl = text.rfind('\n', end - 1);
+    const size_t from = nl == std::string::npos ? 0 : nl + 1;
+    const std::string line = text.substr(from, end - from);
+    if (!line.empty() && line[0] == '{') {
+      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object()) return j;
+    }
+    if (nl == std::string::npos) break;
+    end = nl;
+  }
+  return nlohmann::json::object();
+}
+
+pid_t FindChildWithEnv(pid_t parent, const std::string& entry) {
+  DIR* d = opendir("/proc");
+  if (!d) return -1;
+  pid_t found = -1;
+  while (dirent* e = readdir(d)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    const std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+    const auto paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + paren + 1, " %c %d", &state, &ppid) != 2 || ppid != parent) continue;
+    const std::string env = ReadText("/proc/" + std::to_string(pid) + "/environ");
+    size_t pos = 0;
+    while (pos < env.size()) {
+      const size_t zero = env.find('\0', pos);
+      const size_t len = (zero == std::string::npos ? env.size() : zero) - pos;
+      if (env.compare(pos, len, entry) == 0) found = pid;
+      pos += len + 1;
+    }
+    if (found > 0) break;
+  }
+  closedir(d);
+  return found;
 }
 
 }  // namespace flotilla::launch_test

@@ -73,6 +73,12 @@ void KillAll(const std::set<pid_t>& pids);
 
 nlohmann::json ReadJson(const std::string& path);
 std::string ReadText(const std::string& path);
+// The last line of `text` that parses as a JSON object (a program's result
+// line, with log lines around it); an empty object when there is none.
+nlohmann::json LastJsonLine(const std::string& text);
+// The pid of a child of `parent` whose environment holds `entry`
+// ("NAME=value"), or -1.
+pid_t FindChildWithEnv(pid_t parent, const std::string& entry);
 // The environment one probe recorded (dir/env.TAG.json → "env").
 nlohmann::json ProbeEnv(const std::string& dir, const std::string& tag);
 

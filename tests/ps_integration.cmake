@@ -16,3 +16,10 @@ flotilla_test(ps_tables_integration_test
   DEPS launch_test_util
   TIMEOUT 300)
 add_dependencies(ps_tables_integration_test flotilla wide_and_deep)
+
+# Heterogeneous PS: heter workers run wide_and_deep's dense part.
+flotilla_test(ps_heter_test
+  SOURCES ps_heter_test.cc
+  DEPS launch_test_util
+  TIMEOUT 600)
+add_dependencies(ps_heter_test flotilla wide_and_deep)

@@ -81,6 +81,7 @@ void DistributedStrategy::Validate() const {
                  "DistributedStrategy: sparse_table_configs.admit_probability ", t.admit_probability(),
                  " is outside (0, 1]");
   CheckAtLeast(t.admit_count(), 0, "sparse_table_configs.admit_count");
+  CheckAtLeast(proto_.heter_configs().pipeline_depth(), 1, "heter_configs.pipeline_depth");
   CheckAtLeast(t.delete_after_unseen_passes(), 0, "sparse_table_configs.delete_after_unseen_passes");
 }
 

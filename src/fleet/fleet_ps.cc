@@ -3,6 +3,7 @@
 // program, workers the rewritten main program.
 #include <memory>
 
+#include "fleet/ps_job.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
@@ -10,13 +11,6 @@
 #include "flotilla/ps/trainer_runtime.h"
 
 namespace flotilla::fleet {
-
-struct Fleet::PsJob {
-  std::unique_ptr<DistributeTranspiler> transpiler;
-  Program pserver_program;
-  Program pserver_startup;
-  bool server_ready = false;
-};
 
 namespace {
 
@@ -51,15 +45,26 @@ DistributeTranspilerConfig ConfigFor(const DistributedStrategy& strategy) {
 
 }  // namespace
 
+// The servers' clients: the trainers, then (heterogeneous jobs) the heter
+// workers, which push and pull the dense parameters.
 void Fleet::TranspilePs(Program& main, Program& startup, const DistributedStrategy& strategy) {
   ps_ = std::make_shared<PsJob>();
   ps_->transpiler = std::make_unique<DistributeTranspiler>(ConfigFor(strategy));
-  int trainer_id = role_->role == Role::kWorker ? role_->worker_index : 0;
-  ps_->transpiler->transpile(trainer_id, Join(role_->server_endpoints, ","), role_->worker_num,
+  const int heters = static_cast<int>(role_->heter_endpoints.size());
+  int client_id = 0;
+  if (role_->role == Role::kWorker) client_id = role_->worker_index;
+  if (role_->role == Role::kHeterWorker) client_id = role_->worker_num + role_->heter_index;
+  ps_->transpiler->transpile(client_id, Join(role_->server_endpoints, ","), role_->worker_num + heters,
                              ps_->transpiler->config().mode == "sync", &main, &startup);
-  log::Info("fleet: {} parameter-server job, {} table(s) on {} server(s)",
+  if (heters > 0 && role_->role != Role::kServer) {
+    const auto& boundary = strategy.heter_configs().boundary_vars();
+    ps_->heter = std::make_unique<HeterSplit>(
+        SplitHeterProgram(main, std::vector<std::string>(boundary.begin(), boundary.end())));
+    ps_->pipeline_depth = strategy.heter_configs().pipeline_depth();
+  }
+  log::Info("fleet: {} parameter-server job, {} table(s) on {} server(s){}",
             ps_->transpiler->config().mode, ps_->transpiler->tables().size(),
-            role_->server_endpoints.size());
+            role_->server_endpoints.size(), heters > 0 ? StrCat(", ", heters, " heter worker(s)") : "");
 }
 
 const DistributeTranspiler* Fleet::ps_transpiler() const {
@@ -88,7 +93,7 @@ void Fleet::run_server() {
 
 void Fleet::init_worker(bool servers_loaded) {
   CheckInit("init_worker");
-  FLOTILLA_CHECK(is_worker(), InvalidArgument, "fleet::init_worker called on a server");
+  FLOTILLA_CHECK(!is_server(), InvalidArgument, "fleet::init_worker called on a server");
   FLOTILLA_CHECK(ps_ != nullptr, InvalidArgument,
                  "fleet::init_worker before distributed_optimizer(...).minimize()");
   OpDesc& init = main_->global_block().op(0);

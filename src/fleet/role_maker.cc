@@ -137,24 +137,28 @@ void PaddleCloudRoleMaker::ReadParameterServer() {
                  "environment variable PADDLE_PSERVERS_IP_PORT_LIST lists no server");
   info_.worker_num = ReadCount("PADDLE_TRAINERS_NUM", kWhyCloud);
   info_.worker_endpoints = ReadEndpoints("PADDLE_TRAINER_ENDPOINTS");
+  info_.heter_endpoints = ReadEndpoints("PADDLE_HETER_TRAINER_IP_PORT_LIST");
   if (role == "TRAINER") {
     info_.role = Role::kWorker;
     info_.worker_index = ReadIndex("PADDLE_TRAINER_ID", info_.worker_num, "PADDLE_TRAINERS_NUM", kWhyCloud);
     return;
   }
-  FLOTILLA_CHECK(role == "PSERVER", InvalidArgument, "environment variable TRAINING_ROLE='",
-                 role, "' must be TRAINER or PSERVER");
-  info_.role = Role::kServer;
+  FLOTILLA_CHECK(role == "PSERVER" || role == "HETER_TRAINER", InvalidArgument,
+                 "environment variable TRAINING_ROLE='", role, "' must be TRAINER, PSERVER or HETER_TRAINER");
+  const bool heter = role == "HETER_TRAINER";
+  info_.role = heter ? Role::kHeterWorker : Role::kServer;
   info_.worker_index = -1;
   std::string ip = env::Require("POD_IP", kWhyCloud);
   int64_t port = env::RequireInt("PADDLE_PORT", kWhyCloud);
   info_.current_endpoint = StrCat(ip, ":", port);
-  for (size_t i = 0; i < info_.server_endpoints.size(); ++i) {
-    if (info_.server_endpoints[i] == info_.current_endpoint) info_.server_index = static_cast<int>(i);
+  const auto& list = heter ? info_.heter_endpoints : info_.server_endpoints;
+  int& index = heter ? info_.heter_index : info_.server_index;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == info_.current_endpoint) index = static_cast<int>(i);
   }
-  FLOTILLA_CHECK(info_.server_index >= 0, InvalidArgument, "POD_IP:PADDLE_PORT = ",
-                 info_.current_endpoint, " is not in PADDLE_PSERVERS_IP_PORT_LIST=",
-                 Join(info_.server_endpoints, ","));
+  FLOTILLA_CHECK(index >= 0, InvalidArgument, "POD_IP:PADDLE_PORT = ", info_.current_endpoint,
+                 " is not in ", heter ? "PADDLE_HETER_TRAINER_IP_PORT_LIST=" : "PADDLE_PSERVERS_IP_PORT_LIST=",
+                 Join(list, ","));
 }
 
 UserDefinedRoleMaker::UserDefinedRoleMaker(int current_id, Role role, int worker_num,
@@ -163,6 +167,8 @@ UserDefinedRoleMaker::UserDefinedRoleMaker(int current_id, Role role, int worker
                                            std::string store_address) {
   FLOTILLA_CHECK(worker_num >= 1, InvalidArgument, "UserDefinedRoleMaker: worker_num=",
                  worker_num, " must be at least 1");
+  FLOTILLA_CHECK(role != Role::kHeterWorker, InvalidArgument, "UserDefinedRoleMaker: heter workers "
+                 "read their place from the environment (PaddleCloudRoleMaker, TRAINING_ROLE=HETER_TRAINER)");
   info_.role = role;
   info_.is_collective = server_endpoints.empty();
   info_.worker_num = worker_num;

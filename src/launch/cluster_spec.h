@@ -13,14 +13,15 @@
 
 namespace flotilla::launch {
 
-enum class Role { kTrainer, kServer };
+// kHeterWorker: the dense-part workers of a heterogeneous PS job.
+enum class Role { kTrainer, kServer, kHeterWorker };
 
-// "trainer" / "server".
+// "trainer" / "server" / "heter_worker".
 const char* RoleName(Role role);
 
 struct ProcessSpec {
   Role role = Role::kTrainer;
-  int id = 0;          // global rank (trainers) or server index (servers)
+  int id = 0;          // global rank (trainers), server or heter worker index
   int node = 0;        // index of the node that runs it
   int local_rank = 0;  // index among the node's processes of the same role
   std::string host;
@@ -28,9 +29,9 @@ struct ProcessSpec {
   std::vector<std::string> devices;  // collective: device ids or CPU slots
 
   std::string endpoint() const;
-  // "workerlog.3" / "serverlog.1".
+  // "workerlog.3" / "serverlog.1" / "heterlog.0".
   std::string log_name() const;
-  // "rank 3" / "server 1".
+  // "rank 3" / "server 1" / "heter worker 0".
   std::string label() const;
 };
 
@@ -43,12 +44,15 @@ struct ClusterSpec {
   int64_t generation = -1;             // elastic jobs: which world (0, 1, ...); -1 = fixed
   std::vector<ProcessSpec> trainers;   // ordered by rank
   std::vector<ProcessSpec> servers;    // ordered by server id (ps mode)
+  std::vector<ProcessSpec> heter_workers;  // ordered by id (heterogeneous ps jobs)
 
-  // This node's processes: servers first, then trainers, each by id.
+  // This node's processes: servers first, then heter workers, then
+  // trainers, each by id.
   std::vector<ProcessSpec> LocalProcesses() const;
   int LocalTrainerCount() const;
   std::vector<std::string> TrainerEndpoints() const;
   std::vector<std::string> ServerEndpoints() const;
+  std::vector<std::string> HeterEndpoints() const;
 };
 
 }  // namespace flotilla::launch

@@ -15,6 +15,16 @@ namespace {
 
 std::string JoinAll(const std::vector<std::string>& v) { return Join(v, ","); }
 
+// TRAINING_ROLE's value: PSERVER, HETER_TRAINER or TRAINER.
+const char* PsRoleName(Role role) {
+  switch (role) {
+    case Role::kServer: return "PSERVER";
+    case Role::kHeterWorker: return "HETER_TRAINER";
+    case Role::kTrainer: break;
+  }
+  return "TRAINER";
+}
+
 EnvList CollectiveEnv(const ClusterSpec& spec, const ProcessSpec& p) {
   const std::string devices = JoinAll(p.devices);
   return {
@@ -36,7 +46,7 @@ EnvList CollectiveEnv(const ClusterSpec& spec, const ProcessSpec& p) {
 void AddClassicPsEnv(const ClusterSpec& spec, const ProcessSpec& p, EnvList& env) {
   std::vector<std::string> ips;
   for (const auto& s : spec.servers) ips.push_back(s.host);
-  env.emplace_back("PADDLE_TRAINING_ROLE", p.role == Role::kServer ? "PSERVER" : "TRAINER");
+  env.emplace_back("PADDLE_TRAINING_ROLE", PsRoleName(p.role));
   env.emplace_back("PADDLE_PSERVER_IPS", JoinAll(ips));
   const bool one_port = std::all_of(spec.servers.begin(), spec.servers.end(),
                                     [&](const ProcessSpec& s) { return s.port == spec.servers[0].port; });
@@ -52,12 +62,14 @@ void AddClassicPsEnv(const ClusterSpec& spec, const ProcessSpec& p, EnvList& env
 EnvList PsEnv(const ClusterSpec& spec, const ProcessSpec& p) {
   const bool server = p.role == Role::kServer;
   EnvList env = {
-      {"TRAINING_ROLE", server ? "PSERVER" : "TRAINER"},
+      {"TRAINING_ROLE", PsRoleName(p.role)},
       {"PADDLE_PSERVERS_IP_PORT_LIST", JoinAll(spec.ServerEndpoints())},
       {"PADDLE_TRAINER_ENDPOINTS", JoinAll(spec.TrainerEndpoints())},
       {"PADDLE_TRAINERS_NUM", std::to_string(spec.trainers.size())},
       {"PADDLE_PSERVERS_NUM", std::to_string(spec.servers.size())},
-      {server ? "PADDLE_PSERVER_ID" : "PADDLE_TRAINER_ID", std::to_string(p.id)},
+      {server ? "PADDLE_PSERVER_ID" : p.role == Role::kHeterWorker ? "PADDLE_HETER_TRAINER_ID"
+                                                                    : "PADDLE_TRAINER_ID",
+       std::to_string(p.id)},
       {"PADDLE_PORT", std::to_string(p.port)},
       {"POD_IP", p.host},
       {"PADDLE_CURRENT_ENDPOINT", p.endpoint()},
@@ -65,6 +77,9 @@ EnvList PsEnv(const ClusterSpec& spec, const ProcessSpec& p) {
       {"PADDLE_MASTER", spec.master},
       {"PADDLE_GLOO_HTTP_ENDPOINT", spec.master},
   };
+  if (!spec.heter_workers.empty()) {
+    env.emplace_back("PADDLE_HETER_TRAINER_IP_PORT_LIST", JoinAll(spec.HeterEndpoints()));
+  }
   AddClassicPsEnv(spec, p, env);
   return env;
 }
@@ -99,7 +114,8 @@ const std::vector<std::string>& ContractVariableNames() {
       "PADDLE_PSERVER_ID", "PADDLE_PORT", "POD_IP", "PADDLE_GLOO_HTTP_ENDPOINT",
       "PADDLE_TRAINING_ROLE", "PADDLE_PSERVER_IPS", "PADDLE_PSERVER_PORT",
       "PADDLE_TRAINERS", "PADDLE_CURRENT_IP", "FLOTILLA_HOST_ID", "FLOTILLA_GLOO_HOSTNAME",
-      "FLOTILLA_JOB_ID", "FLOTILLA_ELASTIC_GENERATION"};
+      "FLOTILLA_JOB_ID", "FLOTILLA_ELASTIC_GENERATION", "PADDLE_HETER_TRAINER_IP_PORT_LIST",
+      "PADDLE_HETER_TRAINER_ID"};
   return names;
 }
 

@@ -40,7 +40,7 @@ TEST(SelectRunMode, PsOptionSelectsPs) {
   EXPECT_THROW(SelectRunMode(o), InvalidArgument);
 }
 
-TEST(SelectRunMode, ElasticNeedsItsServerAndHeterIsNotSupportedYet) {
+TEST(SelectRunMode, ElasticNeedsItsServerAndHeterIsPs) {
   LaunchOptions o = WithCommand();
   o.np = "2:3";
   EXPECT_THROW(SelectRunMode(o), InvalidArgument);  // no --elastic_server
@@ -51,8 +51,20 @@ TEST(SelectRunMode, ElasticNeedsItsServerAndHeterIsNotSupportedYet) {
   o.scale = -1;
   EXPECT_THROW(SelectRunMode(o), InvalidArgument);
   LaunchOptions h = WithCommand();
-  h.heter_workers = "127.0.0.1:1";
-  EXPECT_THROW(SelectRunMode(h), Unimplemented);
+  h.heter_worker_num = 2;
+  EXPECT_EQ(SelectRunMode(h), RunMode::kPs);
+  h.run_mode = "ps-heter";
+  EXPECT_EQ(SelectRunMode(h), RunMode::kPs);
+  h.elastic_server = "etcd://127.0.0.1:2379";
+  EXPECT_THROW(SelectRunMode(h), InvalidArgument);  // no heter workers in elastic jobs
+  LaunchOptions no_heter = WithCommand();
+  no_heter.run_mode = "ps-heter";
+  try {
+    SelectRunMode(no_heter);
+    FAIL() << "ps-heter without heter workers was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("--heter_worker_num"), std::string::npos) << e.what();
+  }
   LaunchOptions j = WithCommand();
   j.job_id = "job1";  // names the job only
   EXPECT_EQ(SelectRunMode(j), RunMode::kCollective);
@@ -109,6 +121,46 @@ TEST(PlanNode, PsListsPickThisNodesProcesses) {
   EXPECT_EQ(plan.local[2].port, 6172);
   EXPECT_EQ(plan.world_servers, 2);
   EXPECT_EQ(plan.world_trainers, 3);
+}
+
+TEST(PlanNode, HeterWorkersOnOneNodeAndAcrossNodes) {
+  LaunchOptions o = WithCommand();
+  o.server_num = 2;
+  o.worker_num = 2;
+  o.heter_worker_num = 2;
+  o.started_port = 7000;
+  NodePlan one = PlanNode(o, RunMode::kPs);
+  ASSERT_EQ(one.local.size(), 6u);
+  EXPECT_EQ(one.world_heter_workers, 2);
+  ClusterSpec spec = MergeNodePlans(one, {DecodeProcesses(EncodeProcesses(one.local))});
+  ASSERT_EQ(spec.heter_workers.size(), 2u);
+  EXPECT_EQ(spec.HeterEndpoints(), (std::vector<std::string>{"127.0.0.1:7004", "127.0.0.1:7005"}));
+  EXPECT_EQ(spec.heter_workers[1].log_name(), "heterlog.1");
+  EXPECT_EQ(spec.heter_workers[1].label(), "heter worker 1");
+  EnvList env = ContractEnv(spec, spec.heter_workers[1]);
+  std::map<std::string, std::string> vars(env.begin(), env.end());
+  EXPECT_EQ(vars["TRAINING_ROLE"], "HETER_TRAINER");
+  EXPECT_EQ(vars["PADDLE_HETER_TRAINER_IP_PORT_LIST"], "127.0.0.1:7004,127.0.0.1:7005");
+  EXPECT_EQ(vars["PADDLE_CURRENT_ENDPOINT"], "127.0.0.1:7005");
+  EXPECT_EQ(vars.count("PADDLE_TRAINER_ID"), 0u);
+  std::map<std::string, std::string> trainer;
+  for (auto& [n, v] : ContractEnv(spec, spec.trainers[0])) trainer[n] = v;
+  EXPECT_EQ(trainer["PADDLE_HETER_TRAINER_IP_PORT_LIST"], "127.0.0.1:7004,127.0.0.1:7005");
+  EXPECT_EQ(trainer["TRAINING_ROLE"], "TRAINER");
+
+  LaunchOptions across = WithCommand();
+  across.servers = "10.1.0.1:6170";
+  across.workers = "10.1.0.1:6171";
+  across.heter_workers = "10.1.0.2:6172,10.1.0.2:6173";
+  across.host = "10.1.0.2";
+  NodePlan second = PlanNode(across, RunMode::kPs);
+  EXPECT_EQ(second.nodes, (std::vector<std::string>{"10.1.0.1", "10.1.0.2"}));
+  ASSERT_EQ(second.local.size(), 2u);
+  EXPECT_EQ(second.local[1].role, Role::kHeterWorker);
+  EXPECT_EQ(second.local[1].id, 1);
+  EXPECT_EQ(second.local[1].port, 6173);
+  across.heter_worker_num = 1;  // one-node simulation's flag in a job across nodes
+  EXPECT_THROW(PlanNode(across, RunMode::kPs), InvalidArgument);
 }
 
 TEST(MergeNodePlans, AssemblesAndChecksTheWorld) {
@@ -169,6 +221,19 @@ TEST(Report, AbortLineNamesRanksAndCauses) {
   EXPECT_NE(text.find("SIGKILL"), std::string::npos);
   EXPECT_NE(text.find("OOM killer"), std::string::npos);
   EXPECT_NE(text.find("| oops"), std::string::npos);
+}
+
+TEST(Report, AbortLineNamesHeterWorkers) {
+  ClusterSpec spec;
+  for (int i = 0; i < 2; ++i) spec.heter_workers.push_back(ProcessSpec{Role::kHeterWorker, i, 0, i, "h", 1});
+  RunResult r;
+  ProcessOutcome a{spec.heter_workers[1], 12, {}, "log/heterlog.1", {"boom"}};
+  a.status.code = 1;
+  r.failed = {a};
+  std::string text = AbortReport(spec, r);
+  EXPECT_NE(text.find("ABORT!!! Out of all 2 heter workers, the heter worker process with id=[1] "
+                      "was aborted."), std::string::npos) << text;
+  EXPECT_NE(text.find("heter worker 1 (pid 12"), std::string::npos) << text;
 }
 
 TEST(LastLines, KeepsTheEnd) {

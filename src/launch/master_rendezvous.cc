@@ -47,6 +47,8 @@ MasterRendezvous::MasterRendezvous(const LaunchOptions& o)
   FLOTILLA_ENFORCE(o.servers.empty() && o.workers.empty(), "--master and --servers/--workers "
                    "both name the nodes; pass one (with --master, each node runs its "
                    "--server_num servers and --worker_num workers)");
+  FLOTILLA_ENFORCE(o.heter_workers.empty() && o.heter_worker_num == 0, "heter workers across "
+                   "nodes are listed with --servers/--workers/--heter_workers, not with --master");
   FLOTILLA_ENFORCE(o.nnodes >= 1, "--master needs the number of nodes: --nnodes (or "
                    "PADDLE_NNODES)");
   FLOTILLA_ENFORCE(o.ips == "127.0.0.1", "--master and --ips both name the nodes; pass one");

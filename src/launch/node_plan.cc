@@ -137,7 +137,7 @@ void AddPsProcesses(NodePlan& plan, Role role, const std::vector<Endpoint>& eps)
 }
 
 struct PsEndpoints {
-  std::vector<Endpoint> servers, workers;
+  std::vector<Endpoint> servers, workers, heter_workers;
 };
 
 PsEndpoints ReadPsEndpoints(const LaunchOptions& o) {
@@ -147,25 +147,36 @@ PsEndpoints ReadPsEndpoints(const LaunchOptions& o) {
                      "parameter-server jobs across nodes need both --servers and --workers");
     e.servers = ParseEndpoints(o.servers, "--servers");
     e.workers = ParseEndpoints(o.workers, "--workers");
+    FLOTILLA_ENFORCE(o.heter_worker_num == 0, "--heter_worker_num belongs to one-node "
+                     "simulation; across nodes list the heter workers with --heter_workers");
+    e.heter_workers = ParseEndpoints(o.heter_workers, "--heter_workers");
   } else {
     // Simulation on one machine: --server_num/--worker_num (Paddle's defaults: 2 and 2).
     const std::string host = o.host.empty() ? "127.0.0.1" : ResolveIpv4(o.host, "--host");
     const int ns = o.server_num > 0 ? o.server_num : 2;
     const int nw = o.worker_num > 0 ? o.worker_num : 2;
     const int port = o.started_port;
+    FLOTILLA_ENFORCE(o.heter_workers.empty(), "--heter_workers lists the heter workers of a job "
+                     "across nodes (with --servers/--workers); on one node use --heter_worker_num");
+    FLOTILLA_ENFORCE_GE(o.heter_worker_num, 0, "--heter_worker_num must not be negative");
     for (int i = 0; i < ns; ++i) e.servers.push_back({host, port > 0 ? port + i : 0});
     for (int i = 0; i < nw; ++i) e.workers.push_back({host, port > 0 ? port + ns + i : 0});
+    for (int i = 0; i < o.heter_worker_num; ++i) {
+      e.heter_workers.push_back({host, port > 0 ? port + ns + nw + i : 0});
+    }
   }
   FLOTILLA_ENFORCE(!e.servers.empty() && !e.workers.empty(),
                    "a parameter-server job needs at least one server and one worker");
   return e;
 }
 
-// The nodes of a ps job: the distinct hosts, servers' first.
+// The nodes of a ps job: the distinct hosts, servers' first, then the
+// workers', then the heter workers'.
 std::vector<std::string> PsNodes(const PsEndpoints& e) {
   std::vector<std::string> nodes;
   for (const auto& x : e.servers) AddNode(nodes, x.host);
   for (const auto& x : e.workers) AddNode(nodes, x.host);
+  for (const auto& x : e.heter_workers) AddNode(nodes, x.host);
   return nodes;
 }
 
@@ -176,11 +187,13 @@ NodePlan PlanPs(const LaunchOptions& o, const NodeLayout& layout) {
   plan.nodes = layout.nodes;
   plan.node_index = layout.node_index;
   FLOTILLA_ENFORCE(plan.nodes == PsNodes(e), "the nodes of a parameter-server job come from "
-                   "--servers/--workers");
+                   "--servers/--workers/--heter_workers");
   AddPsProcesses(plan, Role::kServer, e.servers);
+  AddPsProcesses(plan, Role::kHeterWorker, e.heter_workers);
   AddPsProcesses(plan, Role::kTrainer, e.workers);
   plan.world_servers = static_cast<int>(e.servers.size());
   plan.world_trainers = static_cast<int>(e.workers.size());
+  plan.world_heter_workers = static_cast<int>(e.heter_workers.size());
   plan.master_host = plan.nodes[0];
   plan.master_port = o.http_port > 0 ? o.http_port : MasterPort(o, plan.nodes.size());
   return plan;

@@ -22,6 +22,7 @@ struct NodePlan {
   std::vector<ProcessSpec> local;  // this node's processes
   int world_trainers = 0;          // trainers in the whole job
   int world_servers = 0;           // servers in the whole job (ps)
+  int world_heter_workers = 0;     // heter workers in the whole job (ps)
   std::string master_host;         // node 0's host
   int master_port = 0;             // 0 = any free port (single-node jobs)
 };

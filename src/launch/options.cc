@@ -21,6 +21,10 @@ bool HasPsOptions(const LaunchOptions& o) {
          o.server_num > 0 || o.worker_num > 0 || o.heter_worker_num > 0;
 }
 
+bool HasHeterOptions(const LaunchOptions& o) {
+  return !o.heter_workers.empty() || o.heter_worker_num > 0;
+}
+
 bool HasElasticOptions(const LaunchOptions& o) {
   // --job_id alone only names the job (Paddle's clusters set PADDLE_JOB_ID for
   // every job); --elastic_server is what turns a job elastic.
@@ -35,12 +39,8 @@ void RejectUnsupported(const LaunchOptions& o) {
                    "--elastic_server etcd://HOST:PORT (and --job_id)");
   }
   FLOTILLA_ENFORCE(o.scale >= 0, "--scale ", o.scale, " must be a number of nodes");
-  if (!o.heter_workers.empty() || o.heter_worker_num > 0) {
-    FLOTILLA_THROW(Unimplemented,
-                   "not supported yet: heterogeneous parameter-server jobs "
-                   "(--heter_workers/--heter_worker_num, run_mode ps-heter); use "
-                   "--servers/--workers or --server_num/--worker_num");
-  }
+  FLOTILLA_ENFORCE(!HasHeterOptions(o) || o.elastic_server.empty(), "heter workers "
+                   "(--heter_workers/--heter_worker_num) are not available in elastic jobs");
 }
 
 }  // namespace
@@ -48,15 +48,17 @@ void RejectUnsupported(const LaunchOptions& o) {
 RunMode SelectRunMode(const LaunchOptions& o) {
   RejectUnsupported(o);
   const std::string mode = Trim(o.run_mode);
+  // A heterogeneous job is a ps job with heter workers.
   if (mode == "ps-heter") {
-    FLOTILLA_THROW(Unimplemented, "not supported yet: --run_mode ps-heter "
-                   "(heterogeneous parameter-server jobs); use --run_mode ps");
+    FLOTILLA_ENFORCE(HasHeterOptions(o), "--run_mode ps-heter needs heter workers: "
+                     "--heter_worker_num N (one node) or --heter_workers LIST");
+    return RunMode::kPs;
   }
   if (mode == "ps") return RunMode::kPs;
   if (mode == "collective") {
     FLOTILLA_ENFORCE(!HasPsOptions(o), "--run_mode collective conflicts with the "
                      "parameter-server options (--servers/--workers/--server_num/"
-                     "--worker_num); drop one or the other");
+                     "--worker_num/--heter_workers/--heter_worker_num); drop one or the other");
     return RunMode::kCollective;
   }
   FLOTILLA_ENFORCE(mode.empty(), "--run_mode '", mode,

@@ -88,13 +88,16 @@ struct LaunchOptions {
 // True when any parameter-server option is set (Paddle's rule: any PS
 // option selects ps mode).
 bool HasPsOptions(const LaunchOptions& options);
+// True when heter workers are asked for (--heter_workers/--heter_worker_num).
+bool HasHeterOptions(const LaunchOptions& options);
 // True when any elastic option is set.
 bool HasElasticOptions(const LaunchOptions& options);
 
 // Decides the run mode as Paddle does: an explicit --run_mode wins, any PS
-// option selects ps, otherwise collective. Throws InvalidArgument for an
-// unknown mode or for PS options combined with --run_mode collective, and
-// Unimplemented (with what to do instead) for heterogeneous and elastic jobs.
+// option selects ps (ps-heter is ps with heter workers), otherwise
+// collective. Throws InvalidArgument for an unknown mode, for PS options
+// combined with --run_mode collective, for ps-heter without heter workers
+// and for heter workers in elastic jobs.
 RunMode SelectRunMode(const LaunchOptions& options);
 
 // Fills options that Paddle's cluster environments provide when

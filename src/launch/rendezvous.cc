@@ -23,7 +23,8 @@ std::vector<ProcessSpec> DecodeProcesses(const std::string& text) {
   try {
     for (const auto& j : nlohmann::json::parse(text)) {
       ProcessSpec p;
-      p.role = j.at("role").get<std::string>() == "server" ? Role::kServer : Role::kTrainer;
+      const std::string role = j.at("role").get<std::string>();
+      p.role = role == "server" ? Role::kServer : role == "heter_worker" ? Role::kHeterWorker : Role::kTrainer;
       p.id = j.at("id").get<int>();
       p.node = j.at("node").get<int>();
       p.local_rank = j.at("local_rank").get<int>();
@@ -74,10 +75,14 @@ ClusterSpec MergeNodePlans(const NodePlan& self, const std::vector<std::vector<P
   spec.nodes = self.nodes;
   spec.node_index = self.node_index;
   for (const auto& node : nodes) {
-    for (const auto& p : node) (p.role == Role::kServer ? spec.servers : spec.trainers).push_back(p);
+    for (const auto& p : node) {
+      (p.role == Role::kServer ? spec.servers : p.role == Role::kHeterWorker ? spec.heter_workers
+                                                                              : spec.trainers).push_back(p);
+    }
   }
   CheckIds(spec.trainers, self.world_trainers, "trainer");
   CheckIds(spec.servers, self.world_servers, "server");
+  CheckIds(spec.heter_workers, self.world_heter_workers, "heter worker");
   return spec;
 }
 

@@ -19,7 +19,8 @@ std::vector<std::pair<std::string, std::string>> OptionValues(const LaunchOption
   return {
       {"devices", Str(o.devices)}, {"elastic_server", Str(o.elastic_server)},
       {"force", Str(o.force)}, {"grace_period", Str(o.grace_period)},
-      {"heter_workers", Str(o.heter_workers)}, {"host", Str(o.host)},
+      {"heter_worker_num", Str(o.heter_worker_num)}, {"heter_workers", Str(o.heter_workers)},
+      {"host", Str(o.host)},
       {"http_port", Str(o.http_port)}, {"ips", Str(o.ips)}, {"job_id", Str(o.job_id)},
       {"log_dir", Str(o.log_dir)}, {"master", Str(o.master)},
       {"master_port", Str(o.master_port)},
@@ -66,6 +67,10 @@ std::string EndpointsLog(const ClusterSpec& spec) {
   if (spec.mode == RunMode::kPs) {
     out += "PADDLE_PSERVERS_IP_PORT_LIST:\n";
     for (const auto& e : spec.ServerEndpoints()) out += e + "\n";
+    if (!spec.heter_workers.empty()) {
+      out += "PADDLE_HETER_TRAINER_IP_PORT_LIST:\n";
+      for (const auto& e : spec.HeterEndpoints()) out += e + "\n";
+    }
   }
   return out;
 }
@@ -96,18 +101,19 @@ std::string Cause(const ProcessOutcome& o) {
 }  // namespace
 
 std::string AbortReport(const ClusterSpec& spec, const RunResult& result) {
-  std::vector<int> trainers, servers;
+  std::vector<int> trainers, servers, heters;
   for (const auto& o : result.failed) {
-    (o.spec.role == Role::kServer ? servers : trainers).push_back(o.spec.id);
+    (o.spec.role == Role::kServer ? servers : o.spec.role == Role::kHeterWorker ? heters : trainers)
+        .push_back(o.spec.id);
   }
-  std::sort(trainers.begin(), trainers.end());
-  std::sort(servers.begin(), servers.end());
+  for (auto* ids : {&trainers, &servers, &heters}) std::sort(ids->begin(), ids->end());
   std::string out;
   if (!result.stall.empty()) {
     out += StrCat("ABORT!!! The job stalled and was stopped: ", result.stall, "\n");
   }
   if (!trainers.empty()) out += AbortLine("trainer", spec.trainers.size(), "rank", trainers);
   if (!servers.empty()) out += AbortLine("server", spec.servers.size(), "id", servers);
+  if (!heters.empty()) out += AbortLine("heter worker", spec.heter_workers.size(), "id", heters);
   for (const auto& o : result.failed) out += Cause(o);
   if (!out.empty() && !result.diagnosis.empty()) {
     out += "Diagnosis (flotilla doctor):\n";

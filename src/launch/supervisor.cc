@@ -306,7 +306,7 @@ void Watch::BeginStop(int exit_code, bool servers_only) {
   exit_code_ = exit_code;
   kill_deadline_ = Clock::now() + options_.grace_period;
   for (auto& c : children_) {
-    if (!c.running || (servers_only && c.spec.role != Role::kServer)) continue;
+    if (!c.running || (servers_only && c.spec.role == Role::kTrainer)) continue;
     c.sent_term = true;
     SignalGroup(c.pid, SIGTERM);
   }
@@ -353,7 +353,8 @@ void Watch::CheckPsDone() {
   if (stopping_ || spec_.mode != RunMode::kPs) return;
   if (local_trainers_ok_ < spec_.LocalTrainerCount()) return;
   if (channel_.TrainersSucceeded() < static_cast<int>(spec_.trainers.size())) return;
-  log::Info("all {} trainers finished; stopping the servers", spec_.trainers.size());
+  log::Info("all {} trainers finished; stopping the servers{}", spec_.trainers.size(),
+            spec_.heter_workers.empty() ? "" : " and heter workers");
   BeginStop(0, /*servers_only=*/true);
 }
 

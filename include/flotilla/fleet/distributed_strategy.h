@@ -64,11 +64,14 @@ class DistributedStrategy {
   proto::AsyncConfig& a_sync_configs() { return *proto_.mutable_a_sync_configs(); }
   const proto::SparseTableConfigs& sparse_table_configs() const { return proto_.sparse_table_configs(); }
   proto::SparseTableConfigs& sparse_table_configs() { return *proto_.mutable_sparse_table_configs(); }
+  const proto::HeterConfigs& heter_configs() const { return proto_.heter_configs(); }
+  proto::HeterConfigs& heter_configs() { return *proto_.mutable_heter_configs(); }
 
   // Throws InvalidArgument naming the first field out of range (comm_num < 1,
   // fuse_grad_size_in_MB < 1, k_steps < 1, begin_step < 1, localsgd together
   // with gradient_merge, sparse_table_configs' table_class other than
-  // memory / ssd, admit_probability outside (0, 1], negative counts).
+  // memory / ssd, admit_probability outside (0, 1], negative counts,
+  // heter_configs.pipeline_depth < 1).
   void Validate() const;
 
  private:

@@ -37,6 +37,8 @@ class TCPStoreServer;
 
 namespace flotilla::fleet {
 
+struct HeterSplit;  // fleet/heter_split.h
+
 struct FleetOptions {
   // Rendezvous and collective timeout.
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
@@ -160,6 +162,31 @@ class Fleet {
   // get_test_program().
   const DistributeTranspiler* ps_transpiler() const;
 
+  // ---- heterogeneous parameter-server jobs (--heter_worker_num) ----
+  // The program is split (strategy.heter_configs.boundary_vars, or the
+  // sparse lookups' outputs found automatically): trainers run the sparse
+  // lookups and their pushes, heter workers the dense rest. Async mode only
+  // (strategy.a_sync, k_steps 0). Heter workers run the startup program,
+  // init_worker(), run_heter_worker(), stop_worker(); trainers
+  // heter_train_step() per mini-batch, heter_flush() at the end.
+  bool is_heter_worker() const;
+  // True when the job has heter workers (on every role of it).
+  bool is_heter_job() const;
+  // Serves the dense part to this worker's trainers (trainer t goes to heter
+  // worker t % heter workers) until each has called heter_flush(). Blocking.
+  void run_heter_worker();
+  // One mini-batch: its sparse forward here, the dense part on the heter
+  // worker, and once strategy.heter_configs.pipeline_depth batches are in
+  // flight the oldest one's sparse backward and pushes. Returns
+  // `fetch_list` (dense-side variables, e.g. the loss) of the batch this
+  // call finished, or an empty vector while the pipeline fills.
+  std::vector<Tensor> heter_train_step(Executor& exe, const FeedMap& feed,
+                                       const std::vector<std::string>& fetch_list = {});
+  // Finishes the batches in flight, tells the heter worker this trainer is
+  // done (it flushes its pushes) and pulls the dense parameters into
+  // `scope` (default global_scope()), so the trainer can evaluate the model.
+  void heter_flush(Executor& exe, Scope* scope = nullptr);
+
   // The workers' default group (nullptr in a one-worker job without store).
   std::shared_ptr<comm::ProcessGroup> process_group() const { return group_; }
   // The group the last minimize() all-reduces on (for its statistics).
@@ -173,6 +200,7 @@ class Fleet {
   void CheckInit(const char* what) const;
   bool ps_mode() const { return role_ != nullptr && !role_->is_collective; }
   void TranspilePs(Program& main, Program& startup, const DistributedStrategy& strategy);
+  const HeterSplit& RequireHeter(const char* what) const;
   struct PsJob;
   std::shared_ptr<PsJob> ps_;
   void SaveOnFirstWorker(const char* what, const std::function<void()>& save);
@@ -212,6 +240,12 @@ void barrier_worker();
 DistributedOptimizer distributed_optimizer(optimizer::Optimizer& opt, DistributedStrategy strategy = {});
 Program& main_program();
 Program& startup_program();
+bool is_heter_worker();
+bool is_heter_job();
+void run_heter_worker();
+std::vector<Tensor> heter_train_step(Executor& exe, const FeedMap& feed,
+                                     const std::vector<std::string>& fetch_list = {});
+void heter_flush(Executor& exe, Scope* scope = nullptr);
 void save_persistables(const Executor& exe, const std::string& dir, const Program* main = nullptr,
                        const Scope* scope = nullptr);
 void save_inference_model(const Executor& exe, const std::string& dir,

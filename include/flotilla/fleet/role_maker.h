@@ -15,7 +15,8 @@
 
 namespace flotilla::fleet {
 
-enum class Role { kWorker, kServer };
+// kHeterWorker: heterogeneous PS jobs' dense-part workers.
+enum class Role { kWorker, kServer, kHeterWorker };
 
 // What every role maker produces.
 struct RoleInfo {
@@ -26,6 +27,10 @@ struct RoleInfo {
   int server_index = -1;  // index in server_endpoints (servers only)
   std::vector<std::string> worker_endpoints;  // "host:port", may be empty
   std::vector<std::string> server_endpoints;
+  // Heterogeneous PS jobs: the heter workers; trainer i hands its batches
+  // to heter_endpoints[i % size].
+  std::vector<std::string> heter_endpoints;
+  int heter_index = -1;                       // index in heter_endpoints (heter workers only)
   std::string current_endpoint;               // may be empty
   // Where the workers meet: "host:port" of a TCP store, "file:/dir" of a
   // FileStore, or empty (only a one-worker job may leave it empty).
@@ -47,6 +52,7 @@ class RoleMaker {
 
   bool is_worker() const { return info_.role == Role::kWorker; }
   bool is_server() const { return info_.role == Role::kServer; }
+  bool is_heter_worker() const { return info_.role == Role::kHeterWorker; }
   bool is_first_worker() const { return is_worker() && info_.worker_index == 0; }
   int worker_index() const { return info_.worker_index; }
   int server_index() const { return info_.server_index; }
@@ -72,9 +78,11 @@ class RoleMaker {
 // PADDLE_CURRENT_ENDPOINT, the job id from the chain and FLOTILLA_HOST_ID
 // (else SLURMD_NODENAME) (optional). Throws InvalidArgument naming both
 // variables when two families disagree on the rank or world size.
-// Parameter server: TRAINING_ROLE (TRAINER|PSERVER), PADDLE_PSERVERS_IP_PORT_LIST,
-// PADDLE_TRAINERS_NUM; trainers add PADDLE_TRAINER_ID, servers POD_IP and
-// PADDLE_PORT (their endpoint must be in the server list).
+// Parameter server: TRAINING_ROLE (TRAINER|PSERVER|HETER_TRAINER),
+// PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM, and in heterogeneous
+// jobs PADDLE_HETER_TRAINER_IP_PORT_LIST; trainers add PADDLE_TRAINER_ID,
+// servers and heter workers POD_IP and PADDLE_PORT (their endpoint must be
+// in their list).
 class PaddleCloudRoleMaker : public RoleMaker {
  public:
   explicit PaddleCloudRoleMaker(bool is_collective = false);

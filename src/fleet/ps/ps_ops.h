@@ -40,6 +40,8 @@ void RegisterPsServerOps();
 // InvalidArgument naming the variables when none is set and the job does not
 // run with FLOTILLA_INSECURE=1).
 std::string PsToken(const ExecutionContext& ctx);
+// The same from a token attribute's value; `who` names the caller in the error.
+std::string PsToken(const std::string& token_attr, const std::string& who);
 }  // namespace internal
 
 }  // namespace flotilla::fleet

@@ -89,9 +89,13 @@ void ListenAndServKernel(ExecutionContext& ctx) {
 namespace internal {
 
 std::string PsToken(const ExecutionContext& ctx) {
-  std::string token = ctx.AttrOr<std::string>("token", "");
+  return PsToken(ctx.AttrOr<std::string>("token", ""), ctx.Where());
+}
+
+std::string PsToken(const std::string& token_attr, const std::string& who) {
+  std::string token = token_attr;
   if (token.empty()) token = env::GetOr("FLOTILLA_PS_TOKEN", "");
-  if (token.empty()) token = RequireJobSecret(StrCat(ctx.Where(), " (parameter-server RPCs)"));
+  if (token.empty()) token = RequireJobSecret(StrCat(who, " (parameter-server RPCs)"));
   return token;
 }
 
