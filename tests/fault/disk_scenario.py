@@ -130,6 +130,6 @@ class DiskFull(PsScenario):
                 pass
             self.filler = ""
 
-    def check_checkpoints(self, fault: Fault, rank0_pid: int) -> None:
+    def check_checkpoints(self, fault: Fault, rank0_pid: int, saved: bool) -> None:
         left = [n for n in stray_entries(self.ckpt_view) if n != "filler"]
         fault.check(not left, f"the failed save left files behind: {left}")

@@ -16,6 +16,7 @@ class Fault:
     index: int
     action: str                       # "kill -9 server 1", "SIGSTOP rank 0", ...
     detect_ms: Optional[float] = None  # injection → the launcher named it
+    exit_ms: Optional[float] = None    # injection → every launcher that had to stop exited
     steps_lost: Optional[int] = None   # trained steps not in the last checkpoint
     problems: List[str] = field(default_factory=list)
 
@@ -47,12 +48,14 @@ def summary(scenario: str, faults: List[Fault], skipped: str = "") -> Dict:
     """The scenario's JSON summary line."""
     detect = [f.detect_ms for f in faults if f.detect_ms is not None]
     lost = [f.steps_lost for f in faults if f.steps_lost is not None]
+    exits = [f.exit_ms for f in faults if f.exit_ms is not None]
     out: Dict = {
         "scenario": scenario,
         "faults": len(faults),
         "ok": sum(f.ok for f in faults),
         "detect_ms_p50": _round(percentile(detect, 50)),
         "detect_ms_p99": _round(percentile(detect, 99)),
+        "exit_ms_max": _round(max(exits, default=None)),
         "ckpt_steps_lost_max": max(lost, default=None),
         "ckpt_steps_lost_p50": percentile([float(x) for x in lost], 50),
         "actions": _count(f.action.split(" #")[0] for f in faults),

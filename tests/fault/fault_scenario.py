@@ -143,6 +143,7 @@ def await_exit(fault: Fault, launchers: Sequence[Launcher], injected_at: float, 
         if fault.detect_ms is None and named():
             fault.detect_ms = (time.monotonic() - injected_at) * 1000
         if all(l.exited() is not None for l in launchers):
+            fault.exit_ms = (time.monotonic() - injected_at) * 1000
             break
         time.sleep(0.02)
     if fault.detect_ms is None and named():

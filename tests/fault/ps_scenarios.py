@@ -117,8 +117,8 @@ class PsScenario(Scenario):
                 job.kill()
             self.undo()
         check_leftovers(fault, tag, ports, tag)
-        self.check_checkpoints(fault, pids.get("rank 0", 0))
         ckpt = latest_checkpoint(self.ckpt_view)
+        self.check_checkpoints(fault, pids.get("rank 0", 0), (ckpt or -1) > (before or -1))
         if ckpt is not None:
             fault.steps_lost = max(0, last_step(worker0()) - ckpt)
         self.unverified = fault
@@ -137,10 +137,13 @@ class PsScenario(Scenario):
     def undo(self) -> None:
         """Reverts what the fault changed outside the job (a filled disk)."""
 
-    def check_checkpoints(self, fault: Fault, rank0_pid: int) -> None:
+    def check_checkpoints(self, fault: Fault, rank0_pid: int, saved: bool) -> None:
         """Nothing but complete checkpoints in the directory, except what
-        this run's rank 0 (``rank0_pid``), killed mid-save, left: the
-        leftovers of earlier runs were removed by this run's saves."""
+        this run's rank 0 (``rank0_pid``), killed mid-save, left — and, when
+        this run never saved (``saved`` false), what earlier runs left: the
+        first save removes those."""
+        if not saved:
+            return
         stray = [n for n in stray_entries(self.ckpt_view) if f".{rank0_pid}" not in n]
         fault.check(not stray, f"leftovers of earlier saves in the checkpoint directory: {stray}")
 
