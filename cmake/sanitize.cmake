@@ -5,8 +5,10 @@
 # Sanitizer builds compile at -O1 (about half the time of -O3, frames kept in
 # reports). UBSan findings abort the test that hit them instead of only
 # printing. Every process a test starts inherits the sanitizer options below
-# (set in ctest's own environment), so a report in a child whose output the
-# test discards still lands in <build>/sanitizer-reports/ and fails the run.
+# (set in ctest's own environment), so an ASan, LSan or TSan report in a child
+# whose output the test discards still lands in <build>/sanitizer-reports/ and
+# fails the run. (UBSan beside ASan prints to stderr whatever log_path says;
+# with halt_on_error its exit status fails the process.)
 set(FLOTILLA_SANITIZE "" CACHE STRING "sanitizers for every target, e.g. address,undefined")
 
 # FLOTILLA_SANITIZE_PYTHON_ENV: what a test running /usr/bin/python3 against

@@ -51,7 +51,8 @@ class ByteReader {
   }
   template <typename T>
   void GetSpan(std::span<T> out) {
-    std::memcpy(out.data(), Take(out.size_bytes()), out.size_bytes());
+    const char* from = Take(out.size_bytes());
+    if (!out.empty()) std::memcpy(out.data(), from, out.size_bytes());  // an empty span's data() may be null
   }
   // A count of elements of `element_bytes` each that must fit in what is
   // left: a corrupt count throws Corruption here instead of sizing a huge
