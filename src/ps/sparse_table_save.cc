@@ -156,7 +156,7 @@ void SparseTable::LoadResharded(std::span<const std::string> paths,
       {
         RowDb saved(copy, Stride(), /*fresh=*/false);
         std::vector<float> row(Stride());
-        saved.ForEach([&](int64_t key, const float* data) {
+        saved.ForEach([&, &step_lr = step_lr](int64_t key, const float* data) {
           if (!keep(key)) return;
           std::copy(data, data + Stride(), row.begin());
           if (stamped_) {  // current as of its server's last step, then restamped

@@ -17,6 +17,8 @@ build=$1
 seconds=$2
 shift 2
 src=$(cd "$(dirname "$0")" && pwd)
+# Refused peers and bad requests are logged as warnings: millions of them.
+export FLOTILLA_LOG_LEVEL=${FLOTILLA_LOG_LEVEL:-error}
 
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then

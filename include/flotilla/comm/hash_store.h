@@ -36,5 +36,7 @@ std::string MissingKeysMessage(const std::string& who, const std::vector<std::st
 // Counters are stored as decimal text so every store agrees on the format.
 int64_t DecodeCounter(const Bytes& value, const std::string& key);
 Bytes EncodeCounter(int64_t value);
+// counter + delta; throws InvalidArgument naming `key` when it overflows int64.
+int64_t AddToCounter(int64_t counter, int64_t delta, const std::string& key);
 
 }  // namespace flotilla::comm

@@ -158,7 +158,7 @@ void ShmBackend::SendPipelined(const SendJob& job_in) {
             [&](int t) { return t == s ? &seg_->control(t).posted : nullptr; });
       const char* from = seg_->slot(s, round_) + (j % kDepth) * cell;
       Timed(options_.time_phases, stats_.copy_out_ns,
-            [&] { CopyBytes(job.out + job.out_off[s] + a, from, b - a, job.stream); });
+            [&, a = a, b = b] { CopyBytes(job.out + job.out_off[s] + a, from, b - a, job.stream); });
     }
     Publish(seg_->control(rank_).gathered, Tag(round_, j + 1));
   }

@@ -69,7 +69,7 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
   int64_t v = delta;
   if (FileExists(path)) {
     std::string s = ReadFile(path);
-    v += DecodeCounter(Bytes(s.begin(), s.end()), key);
+    v = AddToCounter(DecodeCounter(Bytes(s.begin(), s.end()), key), delta, key);
   }
   std::string text = std::to_string(v);
   WriteFileAtomic(path, text);

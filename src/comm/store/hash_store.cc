@@ -22,6 +22,13 @@ int64_t DecodeCounter(const Bytes& value, const std::string& key) {
   return v;
 }
 
+int64_t AddToCounter(int64_t counter, int64_t delta, const std::string& key) {
+  int64_t sum = 0;
+  FLOTILLA_CHECK(!__builtin_add_overflow(counter, delta, &sum), InvalidArgument, "store counter '",
+                 key, "' holds ", counter, "; adding ", delta, " would overflow int64");
+  return sum;
+}
+
 Bytes EncodeCounter(int64_t value) {
   std::string s = std::to_string(value);
   return Bytes(s.begin(), s.end());
@@ -46,7 +53,7 @@ int64_t HashStore::add(const std::string& key, int64_t delta) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = data_.find(key);
-    v = (it == data_.end() ? 0 : DecodeCounter(it->second, key)) + delta;
+    v = AddToCounter(it == data_.end() ? 0 : DecodeCounter(it->second, key), delta, key);
     data_[key] = EncodeCounter(v);
   }
   cv_.notify_all();

@@ -273,7 +273,7 @@ void TCPStoreServerImpl::HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r) {
       std::string key = r.str();
       int64_t delta = r.i64();
       auto it = data_.find(key);
-      int64_t v = (it == data_.end() ? 0 : DecodeCounter(it->second, key)) + delta;
+      int64_t v = AddToCounter(it == data_.end() ? 0 : DecodeCounter(it->second, key), delta, key);
       data_[key] = EncodeCounter(v);
       Reply(c, wire::Writer().u8(wire::kOk).i64(v));
       WakeParked();
@@ -297,6 +297,9 @@ void TCPStoreServerImpl::HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r) {
 
 void TCPStoreServerImpl::Park(Conn& c, uint8_t cmd, std::vector<std::string> keys,
                               int64_t timeout_ms) {
+  FLOTILLA_CHECK(timeout_ms >= 0 && timeout_ms <= wire::kMaxTimeoutMs, InvalidArgument,
+                 "TCPStore request's timeout of ", timeout_ms, " ms is outside [0, ",
+                 wire::kMaxTimeoutMs, "] ms");
   auto timeout = std::chrono::milliseconds(timeout_ms);
   Parked p{c.fd.get(), cmd, std::move(keys), Clock::now() + timeout, timeout};
   if (Missing(p.keys).empty()) {

@@ -28,6 +28,9 @@ enum Status : uint8_t { kOk = 0, kTimeout = 1, kRefused = 2, kBadRequest = 3 };
 constexpr uint32_t kMaxMessage = 1u << 30;
 // Largest message the server reads from a client not yet authenticated.
 constexpr uint32_t kMaxPreAuthMessage = 64u << 10;
+// Longest wait a get or wait request may ask for (a year, in ms): the
+// server's deadline arithmetic stays far from overflowing.
+constexpr int64_t kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
 
 class Writer {
  public:
