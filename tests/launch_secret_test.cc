@@ -10,6 +10,8 @@
 #include <regex>
 #include <string>
 
+#include <httplib.h>
+
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/error.h"
 #include "launch_test_util.h"
@@ -52,13 +54,30 @@ std::string ReadTree(const std::string& dir) {
   return all;
 }
 
+// The launcher's /metrics, at the address it printed ("metrics on http://...").
+std::string LauncherMetrics(const std::string& stderr_text) {
+  std::smatch m;
+  if (!std::regex_search(stderr_text, m, std::regex(R"(metrics on http://127\.0\.0\.1:(\d+)/)"))) {
+    ADD_FAILURE() << "no metrics address in: " << stderr_text;
+    return "";
+  }
+  httplib::Client http("127.0.0.1", std::stoi(m[1]));
+  auto reply = http.Get("/metrics");
+  if (!reply || reply->status != 200) {
+    ADD_FAILURE() << "GET /metrics failed on port " << m[1];
+    return "";
+  }
+  return reply->body;
+}
+
 // Finding 1: the store of a job run by `flotilla launch` accepted anyone.
 // Now the launcher makes a secret, its children read it from an inherited
 // memory file, and a client without it (or with another) is refused.
 TEST(LaunchSecret, AJobAloneGetsASecretItsStoreDemandsAndNoLogShows) {
   TempDir d;
   Child launch({FlotillaBin(), "launch", "--nproc_per_node", "2", "--log_dir", d / "log",
-                ProbeBin(), "--out", d.path(), "--store_barrier", "--sleep", "30"},
+                "--timeline", d / "timeline.json", "--metrics_port", "0", ProbeBin(), "--out",
+                d.path(), "--store_barrier", "--sleep", "30"},
                d.path(), {kNoSecret});
   ASSERT_TRUE(WaitForFiles(d.path(), "barrier.", 2, seconds(60))) << launch.Stderr();
   EXPECT_EQ(ReadText(d / "barrier.0"), "ok");
@@ -79,6 +98,12 @@ TEST(LaunchSecret, AJobAloneGetsASecretItsStoreDemandsAndNoLogShows) {
   EXPECT_NE(TryStore(master, "").find("refused the token"), std::string::npos);
   EXPECT_NE(TryStore(master, std::string(64, '0')).find("refused the token"), std::string::npos);
   EXPECT_EQ(TryStore(master, token), "");
+  // The launcher names each refused client and counts them in its /metrics.
+  const std::string metrics = LauncherMetrics(launch.Stderr());
+  EXPECT_NE(metrics.find("flotilla_auth_refusals_total{service=\"store\"} 2"), std::string::npos)
+      << metrics;
+  EXPECT_NE(launch.Stderr().find("(store): refused the client at 127.0.0.1:"), std::string::npos)
+      << launch.Stderr();
   // Neither on a command line nor in an environment, a log or endpoints.log.
   for (pid_t pid : {launch.pid(), rank0, static_cast<pid_t>(ReadJson(d / "env.1.json")["pid"])}) {
     EXPECT_EQ(ReadAll("/proc/" + std::to_string(pid) + "/cmdline").find(token), std::string::npos);
@@ -86,6 +111,8 @@ TEST(LaunchSecret, AJobAloneGetsASecretItsStoreDemandsAndNoLogShows) {
   }
   launch.Kill(SIGTERM);
   EXPECT_NE(launch.WaitCode(seconds(30)), -1);
+  // Nor in the job's timeline (looked at below with every other file).
+  EXPECT_TRUE(std::filesystem::exists(d / "timeline.json")) << launch.Stderr();
   EXPECT_EQ(ReadTree(d.path()).find(token), std::string::npos);
   EXPECT_EQ((launch.Stdout() + launch.Stderr()).find(token), std::string::npos);
 }

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +21,16 @@
 namespace flotilla {
 
 namespace {
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
 
 std::string Checked(std::string secret, const std::string& source) {
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' || secret.back() == ' ')) {
@@ -45,22 +57,32 @@ std::string ReadSecretFile(const std::string& path) {
 
 }  // namespace
 
-std::string GenerateJobSecret() {
-  unsigned char bytes[32];
+std::string RandomBytes(size_t n) {
+  std::string bytes(n, '\0');
   size_t got = 0;
-  while (got < sizeof(bytes)) {
-    const ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    FLOTILLA_CHECK(n > 0, Unavailable, "getrandom: ", std::strerror(errno));
-    got += static_cast<size_t>(n);
+  while (got < n) {
+    const ssize_t k = getrandom(bytes.data() + got, n - got, 0);
+    if (k < 0 && errno == EINTR) continue;
+    FLOTILLA_CHECK(k > 0, Unavailable, "getrandom: ", std::strerror(errno));
+    got += static_cast<size_t>(k);
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string secret;
-  for (unsigned char b : bytes) {
-    secret += kHex[b >> 4];
-    secret += kHex[b & 15];
-  }
-  return secret;
+  return bytes;
+}
+
+std::string GenerateJobSecret() { return Hex(RandomBytes(32)); }
+
+std::string HmacSha256(std::string_view secret, std::string_view message) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  const unsigned char* done =
+      HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &len);
+  FLOTILLA_CHECK(done != nullptr, Internal, "HMAC-SHA256 failed");
+  return std::string(reinterpret_cast<const char*>(mac), len);
+}
+
+std::string DeriveToken(std::string_view secret, std::string_view purpose) {
+  return secret.empty() ? "" : Hex(HmacSha256(secret, purpose));
 }
 
 std::optional<std::string> JobSecretFromEnv() {

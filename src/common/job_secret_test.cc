@@ -151,5 +151,18 @@ TEST(SecretEquals, TakesTheSameTimeWhereverTheFirstDifferenceIs) {
                            << " times faster than one wrong in its last";
 }
 
+// RFC 4231, test case 2.
+TEST(DeriveToken, IsHmacSha256OfThePurposeKeyedByTheSecret) {
+  EXPECT_EQ(DeriveToken("Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(HmacSha256("Jefe", "what do ya want for nothing?").size(), 32u);
+  const std::string secret = GenerateJobSecret();
+  EXPECT_NE(DeriveToken(secret, "a"), DeriveToken(secret, "b"));
+  EXPECT_EQ(DeriveToken(secret, "a").find(secret), std::string::npos);
+  EXPECT_EQ(DeriveToken("", "a"), "") << "no secret, no token";
+  EXPECT_EQ(RandomBytes(32).size(), 32u);
+  EXPECT_NE(RandomBytes(32), RandomBytes(32));
+}
+
 }  // namespace
 }  // namespace flotilla

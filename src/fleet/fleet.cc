@@ -15,6 +15,7 @@
 #include "flotilla/common/env.h"
 #include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/tls_files.h"
 #include "flotilla/trace/trace.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/core/math.h"
@@ -36,6 +37,7 @@ std::shared_ptr<comm::Store> OpenStore(const std::string& address,
   opts.timeout = timeout;
   opts.connect_timeout = timeout;
   opts.token = StoreSecret(address);
+  opts.tls = TlsFilesFromEnv();
   return comm::ConnectStore(address, opts);
 }
 
@@ -104,7 +106,10 @@ void Fleet::init(const RoleMaker& role, FleetOptions options) {
       // No launcher hosts the store (torchrun-style MASTER_ADDR, Slurm,
       // Kubernetes): worker 0 does, on every interface, at the master's port.
       const HostPort master = ParseHostPort(info.store_address, "the job's master");
-      store_server_ = comm::TCPStoreServer::Start("", master.port, StoreSecret(info.store_address));
+      comm::TCPStoreServerOptions server_options;
+      server_options.token = StoreSecret(info.store_address);
+      server_options.tls = TlsFilesFromEnv();
+      store_server_ = comm::TCPStoreServer::Start("", master.port, std::move(server_options));
       g_hosted_store = store_server_.get();
       static const bool registered = std::atexit([] {
         if (comm::TCPStoreServer* s = g_hosted_store.load()) WaitForStoreClients(*s);

@@ -172,6 +172,9 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     return plan;
   };
   const LauncherSecret secret(options, RunsAlone(options, mode));
+  EnvList extra_env = python.env;
+  const EnvList tls = TlsChildEnv(options);
+  extra_env.insert(extra_env.end(), tls.begin(), tls.end());
   options.job_secret = secret.secret();
   SignalFd signals;
   JobObserver observer(options);
@@ -198,7 +201,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
     RunResult result;
     try {
       result = supervisor.Run(world.spec, options.command, *world.channel,
-                              ChildEnvironments(world.spec, shm.key(), secret, observer, python.env));
+                              ChildEnvironments(world.spec, shm.key(), secret, observer, extra_env));
     } catch (const std::exception& e) {
       world.channel->Abort({world.spec.node_index, 1, e.what()});
       Interruptible(signals, "telling the other nodes", [&] { world.channel->Finish(); });

@@ -6,10 +6,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/tls_files.h"
 #include "launch/node_plan.h"
 
 namespace flotilla::launch {
@@ -52,6 +54,25 @@ LauncherSecret::LauncherSecret(const LaunchOptions& options, bool alone) {
 
 LauncherSecret::~LauncherSecret() {
   if (memfd_ >= 0) close(memfd_);
+}
+
+TlsFiles JobTlsFiles(const LaunchOptions& options) {
+  auto absolute = [](const std::string& path) {
+    return path.empty() ? path : std::filesystem::absolute(path).string();
+  };
+  const TlsFiles files{absolute(options.tls_cert), absolute(options.tls_key),
+                       absolute(options.tls_ca)};
+  CheckTlsFiles(files, {"--tls_cert", "--tls_key", "--tls_ca"});
+  return files;
+}
+
+EnvList TlsChildEnv(const LaunchOptions& options) {
+  const TlsFiles files = JobTlsFiles(options);
+  EnvList env;
+  if (!files.cert.empty()) env.emplace_back(kTlsCertEnv, files.cert);
+  if (!files.key.empty()) env.emplace_back(kTlsKeyEnv, files.key);
+  if (!files.ca.empty()) env.emplace_back(kTlsCaEnv, files.ca);
+  return env;
 }
 
 bool RunsAlone(const LaunchOptions& options, RunMode mode) {

@@ -1,8 +1,11 @@
-// The launcher's side of the job secret (flotilla/common/job_secret.h).
+// The launcher's side of the job's credentials: the job secret
+// (flotilla/common/job_secret.h) and the TLS files
+// (flotilla/common/tls_files.h) it hands to its children.
 #pragma once
 
 #include <string>
 
+#include "flotilla/common/tls_files.h"
 #include "launch/env_contract.h"
 #include "launch/options.h"
 
@@ -36,6 +39,14 @@ class LauncherSecret {
   EnvList child_env_;
   int memfd_ = -1;
 };
+
+// The job's TLS files: --tls_cert/--tls_key/--tls_ca made absolute (the
+// launcher's stores use them). Throws InvalidArgument naming the flag when
+// only one of --tls_cert and --tls_key is given or a file is not readable PEM.
+TlsFiles JobTlsFiles(const LaunchOptions& options);
+// What each child's environment gets for them: FLOTILLA_TLS_CERT/KEY/CA;
+// nothing when none is given. Throws as JobTlsFiles.
+EnvList TlsChildEnv(const LaunchOptions& options);
 
 // True when this launcher runs the whole job: no --master, no elastic
 // server, and one node in the static layout.

@@ -26,6 +26,7 @@
 #include "flotilla/trace/timeline_merge.h"
 #include "flotilla/trace/trace.h"
 #include "launch/dashboard.h"
+#include "launch/launcher_secret.h"
 #include "trace/settings.h"
 
 namespace flotilla::launch {
@@ -125,6 +126,7 @@ void JobObserver::OnWorld(const ClusterSpec& spec) {
   try {
     comm::TCPStoreOptions store_options;
     store_options.token = options_.job_secret;
+    store_options.tls = JobTlsFiles(options_);
     auto store = comm::ConnectStore(spec.master, store_options);
     if (spec.node_index == 0) {
       trace::SetClockOffset({0, 0});  // the reference

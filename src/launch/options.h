@@ -62,6 +62,11 @@ struct LaunchOptions {
   // The job secret the launcher's stores demand (flotilla/common/job_secret.h).
   // Filled by Launch(), never from the command line.
   std::string job_secret;
+  // TLS files (--tls_cert, --tls_key, --tls_ca; flotilla/common/tls_files.h)
+  // handed to the children as FLOTILLA_TLS_CERT/KEY/CA; "" = not given.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
   // Hold each child's port until the launcher exits (children must bind with
   // SO_REUSEADDR/SO_REUSEPORT). false: release them just before the children
   // start, for programs that bind without those options.

@@ -7,6 +7,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/strings.h"
 #include "launch/job_channel.h"
+#include "launch/launcher_secret.h"
 
 namespace flotilla::launch {
 
@@ -29,11 +30,15 @@ std::vector<std::string> NodeNames(const std::vector<std::string>& hosts) {
 StoreRendezvous::StoreRendezvous(const LaunchOptions& options)
     : timeout_(options.rendezvous_timeout),
       node_timeout_(options.node_timeout),
-      token_(options.job_secret) {}
+      token_(options.job_secret),
+      tls_(JobTlsFiles(options)) {}
 
 std::string StoreRendezvous::HostStore(const std::string& host, int port) {
   try {
-    server_ = comm::TCPStoreServer::Start(host, port, token_);
+    comm::TCPStoreServerOptions server_options;
+    server_options.token = token_;
+    server_options.tls = tls_;
+    server_ = comm::TCPStoreServer::Start(host, port, std::move(server_options));
   } catch (const Error& e) {
     FLOTILLA_THROW(Unavailable, "node 0 cannot host the rendezvous store at ", host, ":", port,
                    " (set another --master_port): ", e.what());
@@ -48,6 +53,7 @@ std::shared_ptr<comm::Store> StoreRendezvous::Connect(const std::string& who,
   options.timeout = timeout_;
   options.connect_timeout = connect_timeout;
   options.token = token_;
+  options.tls = tls_;
   try {
     return std::make_shared<comm::PrefixStore>(kPrefix, comm::ConnectStore(address, options));
   } catch (const Error& e) {

@@ -45,6 +45,7 @@ class StoreRendezvous : public Rendezvous {
   milliseconds timeout_;
   milliseconds node_timeout_;
   std::string token_;  // the job secret; "" = an insecure job
+  TlsFiles tls_;       // the job's TLS files; none = plaintext
   std::unique_ptr<comm::TCPStoreServer> server_;  // node 0 only; lives as long as the job
 };
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "flotilla/common/enforce.h"
+#include "ps/credentials.h"
 #include "ps/rpc_trace.h"
 #include "ps/service.h"
 
@@ -27,13 +28,25 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(endpoint, ChannelCredentials(options.tls), args);
+}
+
+// Why a server that is up may still be unreachable: the two sides
+// disagree on TLS.
+std::string TlsHint(const TlsFiles& tls) {
+  if (!tls.enabled()) {
+    return StrCat(" (this client is plaintext: a server that serves TLS refuses it; set ",
+                  kTlsCaEnv, ", ", kTlsCertEnv, " and ", kTlsKeyEnv, " as the servers have them)");
+  }
+  return StrCat(" (this client uses TLS: a plaintext server, one whose certificate ", kTlsCaEnv,
+                " did not sign or that does not name the address dialled, or one that "
+                "refuses this client's certificate, is unreachable too)");
 }
 
 }  // namespace
 
 RpcFanout::RpcFanout(const std::vector<std::string>& endpoints, const PsClientOptions& options)
-    : endpoints_(endpoints), options_(options) {
+    : endpoints_(endpoints), options_(options), wire_token_(WireToken(options.token)) {
   for (const auto& ep : endpoints_) stubs_.push_back(rpc::PsService::NewStub(MakeChannel(ep, options_)));
 }
 
@@ -62,7 +75,7 @@ struct FanoutEvents {
 std::unique_ptr<grpc::ClientContext> RpcFanout::NewContext(std::chrono::milliseconds timeout) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + timeout);
-  if (!options_.token.empty()) ctx->AddMetadata(kTokenMetadata, options_.token);
+  if (!wire_token_.empty()) ctx->AddMetadata(kTokenMetadata, wire_token_);
   return ctx;
 }
 
@@ -185,7 +198,8 @@ void RpcFanout::Throw(const char* method, const ServerCall& call, const Outcome&
   switch (o.status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
       FLOTILLA_THROW(Unavailable, who, " is unreachable (", method, ", gave up after ", o.attempts,
-                     " attempts within ", options_.retry_timeout.count(), " ms): ", msg);
+                     " attempts within ", options_.retry_timeout.count(), " ms): ", msg,
+                     TlsHint(options_.tls));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       FLOTILLA_THROW(DeadlineExceeded, who, " did not complete ", method, " within ",
                      attempt_timeout.count(), " ms: ", msg);

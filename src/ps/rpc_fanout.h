@@ -61,6 +61,7 @@ class RpcFanout {
 
   std::vector<std::string> endpoints_;
   PsClientOptions options_;
+  std::string wire_token_;  // WireToken(options_.token), sent with every call
   std::vector<std::unique_ptr<rpc::PsService::Stub>> stubs_;
 };
 

@@ -9,6 +9,7 @@
 #include "flotilla/common/strings.h"
 #include "flotilla/trace/http_server.h"
 #include "flotilla/trace/trace.h"
+#include "ps/credentials.h"
 #include "ps/server_metrics.h"
 #include "ps/service.h"
 #include "ps/table_file.h"
@@ -41,6 +42,7 @@ PsServer::State::State(PsServerOptions opts)
   if (options.model_root.empty()) options.model_root = env::GetOr("FLOTILLA_PS_MODEL_DIR", "");
   if (options.model_root.empty()) options.model_root = std::filesystem::current_path().string();
   options.model_root = std::filesystem::absolute(options.model_root).lexically_normal().string();
+  wire_token = WireToken(options.token);
 }
 
 std::string PsServer::State::ConfinedPath(const std::string& requested) const {
@@ -200,7 +202,7 @@ void PsServer::Start() {
   if (state_->server) return;
   state_->service = std::make_unique<PsServiceImpl>(state_.get());
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(state_->options.endpoint, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(state_->options.endpoint, ServerCredentials(state_->options.tls),
                            &state_->port);
   builder.SetMaxReceiveMessageSize(state_->options.max_message_bytes);
   builder.SetMaxSendMessageSize(state_->options.max_message_bytes);
@@ -208,9 +210,11 @@ void PsServer::Start() {
   state_->server = builder.BuildAndStart();
   FLOTILLA_CHECK(state_->server && state_->port > 0, Unavailable,
                  "parameter server cannot listen on ", state_->options.endpoint);
-  log::Info("parameter server {}/{} ({} mode, {} trainers) listening on {}",
+  log::Info("parameter server {}/{} ({} mode, {} trainers) listening on {}{}",
             state_->options.server_index, state_->options.num_servers,
-            PsModeName(state_->options.mode), state_->options.num_trainers, endpoint());
+            PsModeName(state_->options.mode), state_->options.num_trainers, endpoint(),
+            !state_->options.tls.enabled() ? ""
+            : state_->options.tls.ca.empty() ? " (TLS)" : " (mutual TLS)");
   trace::InitProcess();
   WatchTables(state_.get());
   trace::ServeMetrics(/*always=*/true);

@@ -35,6 +35,7 @@ struct PsServer::State {
   std::string ConfinedPath(const std::string& requested) const;
 
   PsServerOptions options;
+  std::string wire_token;  // WireToken(options.token): what requests must carry
   // Tables are added before Start() and never removed: lookups need no lock.
   std::map<std::string, std::unique_ptr<DenseTable>> dense;
   std::map<std::string, std::unique_ptr<SparseTable>> sparse;

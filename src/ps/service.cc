@@ -6,6 +6,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/trace/standard_metrics.h"
 #include "ps/payload.h"
 #include "ps/rpc_trace.h"
 
@@ -25,9 +26,14 @@ grpc::StatusCode StatusCodeOf(ErrorCode code) {
   return grpc::StatusCode::INTERNAL;
 }
 
+std::string WireToken(const std::string& token) {
+  return DeriveToken(token, "flotilla-ps-token");
+}
+
 // Logged at the 1st, 10th, 100th... refusal: a misconfigured trainer retries.
 grpc::Status PsServiceImpl::Refuse(const grpc::ServerContext& ctx) {
   const int64_t n = ++state_->refused;
+  trace::RecordAuthRefusal("ps");
   int64_t p = 1;
   while (p < n) p *= 10;
   if (p == n) {
@@ -35,14 +41,15 @@ grpc::Status PsServiceImpl::Refuse(const grpc::ServerContext& ctx) {
               state_->options.server_index, ctx.peer(), state_->options.endpoint, n);
   }
   return {grpc::StatusCode::PERMISSION_DENIED,
-          StrCat("request refused by parameter server ", state_->options.server_index,
+          StrCat("request from ", ctx.peer(), " refused by parameter server ",
+                 state_->options.server_index,
                  ": missing or wrong parameter-server token (the job secret: "
                  "FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET must be the servers')")};
 }
 
 template <typename Fn>
 grpc::Status PsServiceImpl::Guarded(grpc::ServerContext* ctx, Fn&& fn) {
-  const std::string& token = state_->options.token;
+  const std::string& token = state_->wire_token;
   if (!token.empty()) {
     auto it = ctx->client_metadata().find(kTokenMetadata);
     const bool ok = it != ctx->client_metadata().end() &&

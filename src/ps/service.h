@@ -8,8 +8,12 @@
 
 namespace flotilla::ps {
 
-// Metadata key carrying the shared-secret token.
+// Metadata key carrying the token: not the shared secret itself but
+// WireToken(secret), so a request seen on a plaintext channel reveals
+// neither the job secret nor what the store's challenge-response demands.
 inline constexpr char kTokenMetadata[] = "flotilla-ps-token";
+// DeriveToken(token, "flotilla-ps-token"); "" for an empty token.
+std::string WireToken(const std::string& token);
 
 grpc::StatusCode StatusCodeOf(ErrorCode code);
 

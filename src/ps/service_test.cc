@@ -7,8 +7,11 @@
 
 #include "flotilla/common/error.h"
 #include "flotilla/common/file_util.h"
+#include "flotilla/common/logging.h"
 #include "flotilla/ps/client.h"
 #include "flotilla/ps/server.h"
+#include "flotilla/trace/metrics.h"
+#include "flotilla/trace/standard_metrics.h"
 #include <grpcpp/grpcpp.h>
 
 #include "ps/ps.grpc.pb.h"
@@ -386,6 +389,32 @@ TEST(PsService, WrongTokenIsRefusedAndSaysSo) {
   PsClientOptions good;
   good.token = "s3cret";
   cluster.Client(0, 1, good)->PullDense("b", &b);
+}
+
+// A refusal names the caller's address (in the server's log and in the
+// error) and is counted in the server's /metrics.
+TEST(PsService, RefusalsNameThePeerAndAreCounted) {
+  Cluster cluster(1, 1, PsMode::kAsync, "s3cret");
+  const double before = trace::AuthRefusals("ps");
+  log::Capture capture;
+  PsClientOptions bad;
+  bad.token = "guess";
+  bad.max_attempts = 1;
+  Tensor b(DType::kFloat32, {3});
+  try {
+    cluster.Client(0, 1, bad)->PullDense("b", &b);
+    FAIL() << "wrong token accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("request from ipv4:127.0.0.1:"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(trace::AuthRefusals("ps"), before + 1);
+  EXPECT_EQ(cluster.servers[0]->refused_requests(), 1);
+  const std::string logged = capture.text();
+  EXPECT_NE(logged.find("refused ipv4:127.0.0.1:"), std::string::npos) << logged;
+  EXPECT_NE(trace::MetricsRegistry::Global().PrometheusText().find(
+                "flotilla_auth_refusals_total{service=\"ps\"}"),
+            std::string::npos);
 }
 
 TEST(PsService, ErrorsFromTheServerKeepTheirKind) {

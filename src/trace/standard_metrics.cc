@@ -161,4 +161,18 @@ void SetTableRows(NameId table, int64_t rows) {
   if (Enabled()) Count(Intern("rows " + NameOf(table)), static_cast<double>(rows));
 }
 
+namespace {
+
+Counter& AuthRefusalCounter(std::string_view service) {
+  return R().GetCounter("flotilla_auth_refusals_total",
+                        "Peers refused for a wrong or missing job secret",
+                        {{"service", std::string(service)}});
+}
+
+}  // namespace
+
+void RecordAuthRefusal(std::string_view service) { AuthRefusalCounter(service).Add(); }
+
+double AuthRefusals(std::string_view service) { return AuthRefusalCounter(service).value(); }
+
 }  // namespace flotilla::trace

@@ -78,6 +78,7 @@ int Run() {
   auto store = comm::ConnectStore(env::Require("PADDLE_MASTER"), [] {
     comm::TCPStoreOptions o;
     o.token = RequireJobSecret("hang_worker");
+    o.tls = TlsFilesFromEnv();
     return o;
   }());
   auto group = comm::NewProcessGroup(store, g_rank, world, {.backend = g_flags.backend,

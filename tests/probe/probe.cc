@@ -50,6 +50,7 @@
 flotilla::comm::TCPStoreOptions ProbeStoreOptions() {
   flotilla::comm::TCPStoreOptions o;
   o.token = flotilla::RequireJobSecret("launch_probe");
+  o.tls = flotilla::TlsFilesFromEnv();
   return o;
 }
 

@@ -49,6 +49,16 @@ void AddBaseOptions(CLI::App& c, launch::LaunchOptions& o) {
   c.add_flag("--insecure", o.insecure, "run without a job secret: the job's store and "
              "parameter servers accept anyone who reaches their ports (docs/security.md)")
       ->envname("FLOTILLA_INSECURE")->group("Base Parameters");
+  c.add_option("--tls_cert", o.tls_cert, "PEM certificate of this node's processes: the "
+               "parameter servers serve gRPC over TLS with it and trainers present it "
+               "(with --tls_key; passed on as FLOTILLA_TLS_CERT)")
+      ->envname("FLOTILLA_TLS_CERT")->group("Base Parameters");
+  c.add_option("--tls_key", o.tls_key, "PEM private key of --tls_cert (FLOTILLA_TLS_KEY)")
+      ->envname("FLOTILLA_TLS_KEY")->group("Base Parameters");
+  c.add_option("--tls_ca", o.tls_ca, "PEM CA certificate(s) peers are checked against; with it "
+               "the servers demand client certificates the CA signed (mutual TLS; "
+               "FLOTILLA_TLS_CA)")
+      ->envname("FLOTILLA_TLS_CA")->group("Base Parameters");
   c.add_flag("--release_ports{false}", o.hold_ports, "release the reserved ports just before "
              "the children start (for programs that bind without SO_REUSEADDR/SO_REUSEPORT)")
       ->envname("FLOTILLA_RELEASE_PORTS")->group("Base Parameters");

@@ -6,8 +6,14 @@
 // wait) are parked on the server until their keys arrive or their deadline
 // passes, so a waiting client costs nothing. An optional shared-secret token
 // (a job's processes use the job secret, flotilla/common/job_secret.h) guards
-// the store: a client presenting another token is refused and told so, and
-// the server logs the client's address. Tokens are compared in constant time.
+// the store by challenge-response (HMAC-SHA256 over a fresh nonce of the
+// server's: the token never crosses the network): a client proving another
+// token is refused and told so, and
+// the server logs the client's address and counts the refusal in /metrics
+// (flotilla_auth_refusals_total). Proofs are compared in constant time.
+//
+// Optional TLS (OpenSSL on the store's sockets): a store with TLS files
+// serves TLS only; clients check its certificate; mutual TLS with a CA.
 //
 // Wire format (private): every message is a 4-byte little-endian length and a
 // body; a request body starts with a command byte, a reply body with a status.
@@ -19,6 +25,7 @@
 #include <string>
 
 #include "flotilla/comm/store.h"
+#include "flotilla/common/tls_files.h"
 
 namespace flotilla::comm {
 
@@ -29,17 +36,32 @@ struct TCPStoreOptions {
   std::chrono::milliseconds connect_timeout = std::chrono::seconds(60);
   // Shared secret; empty = none.
   std::string token;
+  // TLS (flotilla/common/tls_files.h): the server's certificate is checked
+  // against tls.ca and the address dialled; cert/key are presented when
+  // given. Default: plaintext.
+  TlsFiles tls;
 };
 
 // Bounds the server puts on what clients send. Before a client has
 // authenticated, frames are limited to 64 KiB whatever these say.
 struct TCPStoreServerOptions {
   std::string token;                      // shared secret; empty = none
+  // What the store serves, as refusals are counted in /metrics
+  // (flotilla_auth_refusals_total{service}): "store" or "elastic".
+  std::string service = "store";
+  // TLS (flotilla/common/tls_files.h): serves TLS only, with cert/key, and
+  // demands a client certificate signed by tls.ca when one is given. A
+  // plaintext client is told so and refused. Default: plaintext.
+  TlsFiles tls;
   uint32_t max_message_bytes = 1u << 30;  // one request of an authenticated client
   uint32_t max_keys = 1u << 16;           // keys named by one check or wait
 };
 
 class TCPStoreServerImpl;
+namespace tls {
+class Context;
+class Session;
+}  // namespace tls
 
 // Serves a store from a background thread until destroyed.
 class TCPStoreServer {
@@ -92,13 +114,24 @@ class TCPStore : public Store {
   struct Reply;
   Reply Call(const Bytes& request, std::chrono::milliseconds timeout);
   void Connect(std::chrono::milliseconds budget);
+  // Reads one reply's body (after its length) before `deadline`, as
+  // net::RecvAll: 1 read, 0 lost (or a length out of bounds), -1 too late.
+  int RecvReply(std::chrono::steady_clock::time_point deadline, Bytes* body);
   void CloseLocked();
+
+  // One connection's bytes, through TLS when the options ask for it.
+  bool SendLocked(const void* data, size_t n);
+  int RecvLocked(void* data, size_t n, std::chrono::steady_clock::time_point deadline);
+  // Runs the TLS handshake on fd_; throws Unavailable naming the store.
+  void HandshakeLocked(std::chrono::milliseconds budget);
 
   std::string host_;
   int port_;
   TCPStoreOptions options_;
+  std::shared_ptr<tls::Context> tls_context_;  // null: plaintext
   std::mutex mu_;
-  int fd_ = -1;  // guarded by mu_
+  int fd_ = -1;                          // guarded by mu_
+  std::unique_ptr<tls::Session> tls_;    // guarded by mu_; on fd_ with TLS
 };
 
 // Connects a TCPStore to "host:port". Throws InvalidArgument on a malformed

@@ -44,6 +44,17 @@ std::string RequireJobSecret(std::string_view who);
 // difference is (for comparing presented tokens with the secret).
 bool SecretEquals(std::string_view presented, std::string_view secret);
 
+// `n` random bytes from getrandom(2). Throws Unavailable when the kernel has none.
+std::string RandomBytes(size_t n);
+
+// HMAC-SHA256 of `message` keyed by `secret`: 32 raw bytes.
+std::string HmacSha256(std::string_view secret, std::string_view message);
+
+// What a service demands in place of the secret itself: HMAC-SHA256 keyed by
+// the secret over `purpose`, as 64 hex digits. Seeing one reveals neither the
+// secret nor the token of another purpose. "" for an empty secret.
+std::string DeriveToken(std::string_view secret, std::string_view purpose);
+
 // Writes `secret` to `path` created with mode 0600 (O_EXCL: an existing file
 // is an error). Throws Unavailable naming the path.
 void WriteSecretFile(const std::string& path, const std::string& secret);

@@ -5,6 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <memory>
+#include <sstream>
+#include <string>
+
 namespace flotilla::log {
 
 // Tags every later line with "[rank N]". Call once the rank is known.
@@ -28,6 +32,22 @@ template <typename... Args>
 void Debug(spdlog::format_string_t<Args...> fmt, Args&&... args) {
   spdlog::debug(fmt, std::forward<Args>(args)...);
 }
+
+// Copies every line logged while it lives (for tests that check what a
+// process logs). Not copyable.
+class Capture {
+ public:
+  Capture();
+  ~Capture();
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+  // The lines so far.
+  std::string text() const;
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::sink> sink_;
+};
 
 // Writes out anything buffered (before a process ends without unwinding).
 inline void Flush() { spdlog::default_logger()->flush(); }

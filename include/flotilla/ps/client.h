@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/common/tls_files.h"
 #include "flotilla/core/selected_rows.h"
 #include "flotilla/core/tensor.h"
 #include "flotilla/ps/slicing.h"
@@ -39,6 +40,10 @@ struct PsClientOptions {
   // tables (an ssd table of 20M rows writes gigabytes), not with the request.
   std::chrono::milliseconds table_io_timeout{std::chrono::hours(1)};
   std::string token;  // sent with every request when non-empty
+  // TLS to the servers (flotilla/common/tls_files.h): their certificates are
+  // checked against `ca`; cert/key are presented when given (the servers
+  // demand them when they have a CA). Default: plaintext.
+  TlsFiles tls;
   // Largest request or reply on the wire (as PsServerOptions).
   int max_message_bytes = 256 << 20;
   SparseSlicer slicer = ModSlicer;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/common/tls_files.h"
 #include "flotilla/ps/dense_table.h"
 #include "flotilla/ps/slicing.h"
 #include "flotilla/ps/sparse_table.h"
@@ -36,6 +37,10 @@ struct PsServerOptions {
   // When non-empty, every request must carry this token (PsClientOptions::token),
   // compared in constant time; a job's servers use the job secret.
   std::string token;
+  // TLS (flotilla/common/tls_files.h): when enabled the server serves TLS
+  // only, with cert/key, and demands a client certificate signed by `ca`
+  // when one is given (mutual TLS). Default: plaintext.
+  TlsFiles tls;
   // A trainer waiting longer than this in a barrier gets DeadlineExceeded
   // naming the trainers that did not arrive.
   std::chrono::milliseconds barrier_timeout{std::chrono::minutes(10)};

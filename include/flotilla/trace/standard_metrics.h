@@ -7,11 +7,14 @@
 //   flotilla_rpc_seconds{method,table} (histogram), flotilla_rpc_bytes_total{method},
 //   flotilla_rpc_errors_total{method},
 //   flotilla_rpc_served_seconds{method,table} (histogram, servers),
-//   flotilla_ps_table_rows{table} (servers), process_resident_memory_bytes.
+//   flotilla_ps_table_rows{table} (servers), process_resident_memory_bytes,
+//   flotilla_auth_refusals_total{service} (peers refused for a wrong or
+//   missing job secret: service "store", "ps" or "elastic").
 // Thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "flotilla/trace/names.h"
 
@@ -27,6 +30,11 @@ void RecordCollective(NameId kind, int64_t bytes, double seconds);
 void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool ok);
 void RecordServed(NameId method, NameId table, double seconds);
 void SetTableRows(NameId table, int64_t rows);
+// A peer refused by `service` ("store", "ps", "elastic") for a wrong or
+// missing job secret.
+void RecordAuthRefusal(std::string_view service);
+// Refusals recorded so far by `service` in this process.
+double AuthRefusals(std::string_view service);
 
 // A wait for input data (a reader's or DataLoader's next batch): a span on
 // the waiting thread and flotilla_input_wait_seconds_total.

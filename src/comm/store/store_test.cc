@@ -13,12 +13,16 @@
 #include <cstring>
 #include <thread>
 
+#include "comm/store/socket_util.h"
+#include "comm/store/wire.h"
 #include "flotilla/comm/file_store.h"
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/comm/prefix_store.h"
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/error.h"
 #include "flotilla/common/file_util.h"
+#include "flotilla/common/logging.h"
+#include "flotilla/trace/standard_metrics.h"
 
 // Counts accept() calls that failed for lack of descriptors: this binary's
 // accept4 goes through here.
@@ -139,25 +143,39 @@ TEST(PrefixStore, KeysLiveUnderThePrefix) {
   EXPECT_EQ(b.getString("k"), "from b");
 }
 
-TEST(TCPStore, WrongTokenIsRefusedAndTold) {
-  auto server = TCPStoreServer::Start("127.0.0.1", 0, "secret");
-  TCPStoreOptions good;
-  good.token = "secret";
-  auto ok = ConnectStore(server->address(), good);
-  ok->setString("k", "v");
-  for (std::string token : {"wrong", ""}) {
-    TCPStoreOptions bad;
-    bad.token = token;
-    try {
-      ConnectStore(server->address(), bad);
-      FAIL() << "token '" << token << "' accepted";
-    } catch (const Unavailable& e) {
-      std::string msg = e.what();
-      EXPECT_NE(msg.find("refused the token"), std::string::npos) << msg;
-      EXPECT_NE(msg.find(server->address()), std::string::npos) << msg;
+// A refused client is told, named in the server's log, and counted in
+// /metrics under the server's service ("store" or "elastic").
+TEST(TCPStore, WrongTokenIsRefusedToldLoggedAndCounted) {
+  for (const std::string service : {"store", "elastic"}) {
+    TCPStoreServerOptions options;
+    options.token = "secret";
+    options.service = service;
+    auto server = TCPStoreServer::Start("127.0.0.1", 0, options);
+    TCPStoreOptions good;
+    good.token = "secret";
+    auto ok = ConnectStore(server->address(), good);
+    ok->setString("k", "v");
+    const double before = trace::AuthRefusals(service);
+    log::Capture capture;
+    for (std::string token : {"wrong", ""}) {
+      TCPStoreOptions bad;
+      bad.token = token;
+      try {
+        ConnectStore(server->address(), bad);
+        FAIL() << "token '" << token << "' accepted";
+      } catch (const Unavailable& e) {
+        std::string msg = e.what();
+        EXPECT_NE(msg.find("refused the token"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(server->address()), std::string::npos) << msg;
+      }
     }
+    EXPECT_EQ(ok->getString("k"), "v");
+    EXPECT_EQ(server->refused(), 2);
+    EXPECT_EQ(trace::AuthRefusals(service), before + 2) << service;
+    const std::string logged = capture.text();
+    EXPECT_NE(logged.find("(" + service + "): refused the client at 127.0.0.1:"),
+              std::string::npos) << logged;
   }
-  EXPECT_EQ(ok->getString("k"), "v");
 }
 
 TEST(TCPStore, ConnectTimeoutNamesAddress) {
@@ -276,6 +294,79 @@ TEST(TCPStoreBounds, AnOversizedFrameBeforeHelloIsClosedAtOnce) {
   TCPStoreOptions good;
   good.token = "secret";
   ConnectStore(server->address(), good)->setString("k", "v");
+}
+
+// Reads one reply frame's body from `fd` (blocking); "" when the peer closed.
+std::string ReadReply(int fd) {
+  uint32_t n = 0;
+  if (net::RecvAll(fd, &n, 4, std::chrono::steady_clock::now() + 5s) != 1) return "";
+  std::string body(n, '\0');
+  if (net::RecvAll(fd, body.data(), n, std::chrono::steady_clock::now() + 5s) != 1) return "";
+  return body;
+}
+
+// The secret never crosses the network: a listener posing as the store sees
+// a challenge request and a proof that answers its nonce, never the token.
+TEST(TCPStoreAuth, TheTokenNeverCrossesTheWire) {
+  const std::string token = "the-job-secret-0123456789abcdef";
+  net::Fd listener = net::Listen("127.0.0.1", 0);
+  const int port = net::LocalPort(listener.get());
+  const std::string nonce(wire::kNonceBytes, 'n');
+  std::string seen;
+  std::thread fake([&] {
+    net::Fd conn(::accept(listener.get(), nullptr, nullptr));
+    seen = ReadReply(conn.get());  // the challenge request
+    const Bytes challenge = wire::Writer().u8(wire::kOk).str(nonce).Framed();
+    net::SendAll(conn.get(), challenge.data(), challenge.size());
+    seen += ReadReply(conn.get());  // the hello
+    const Bytes ok = wire::Writer().u8(wire::kOk).Framed();
+    net::SendAll(conn.get(), ok.data(), ok.size());
+  });
+  TCPStoreOptions o;
+  o.token = token;
+  TCPStore store("127.0.0.1", port, o);
+  fake.join();
+  EXPECT_EQ(seen.find(token), std::string::npos);
+  EXPECT_NE(seen.find(wire::HelloProof(token, nonce)), std::string::npos);
+  EXPECT_EQ(static_cast<uint8_t>(seen[0]), wire::kChallenge);
+}
+
+// A proof is worth one connection: replayed on another (another nonce), or
+// sent without asking for a challenge, it is refused.
+TEST(TCPStoreAuth, AProofIsNotReplayable) {
+  const std::string token = "the-job-secret-0123456789abcdef";
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, token);
+  auto connect = [&] {
+    std::string error;
+    net::Fd fd = net::TryConnect("127.0.0.1", server->port(), &error);
+    EXPECT_TRUE(fd) << error;
+    return fd;
+  };
+  auto send = [](const net::Fd& fd, const wire::Writer& w) {
+    const Bytes b = w.Framed();
+    return net::SendAll(fd.get(), b.data(), b.size());
+  };
+  auto hello = [&](const net::Fd& fd, const std::string& proof) {
+    EXPECT_TRUE(send(fd, wire::Writer().u8(wire::kHello).str(proof)));
+    return static_cast<uint8_t>(ReadReply(fd.get())[0]);
+  };
+  auto challenge = [&](const net::Fd& fd) {
+    EXPECT_TRUE(send(fd, wire::Writer().u8(wire::kChallenge)));
+    const std::string reply = ReadReply(fd.get());
+    wire::Reader r(reinterpret_cast<const uint8_t*>(reply.data()) + 1, reply.size() - 1);
+    return r.str();
+  };
+  net::Fd first = connect();
+  const std::string nonce = challenge(first);
+  ASSERT_EQ(nonce.size(), wire::kNonceBytes);
+  const std::string proof = wire::HelloProof(token, nonce);
+  EXPECT_EQ(hello(first, proof), wire::kOk);
+  net::Fd second = connect();
+  EXPECT_NE(challenge(second), nonce) << "every connection gets a fresh nonce";
+  EXPECT_EQ(hello(second, proof), wire::kRefused);
+  net::Fd third = connect();
+  EXPECT_EQ(hello(third, proof), wire::kRefused) << "a hello without a challenge";
+  EXPECT_EQ(server->refused(), 2);
 }
 
 TEST(TCPStoreBounds, KeyCountsAreCheckedAgainstTheLimitAndTheBytesLeft) {

@@ -1,10 +1,13 @@
 #include "flotilla/comm/tcp_store.h"
 
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <thread>
 
 #include "comm/store/socket_util.h"
+#include "comm/store/tls_session.h"
 #include "comm/store/wire.h"
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/common/enforce.h"
@@ -27,6 +30,7 @@ struct TCPStore::Reply {
 TCPStore::TCPStore(const std::string& host, int port, TCPStoreOptions options)
     : host_(host), port_(port), options_(std::move(options)) {
   timeout_ = options_.timeout;
+  if (options_.tls.enabled()) tls_context_ = tls::Context::ForClient(options_.tls);
   std::lock_guard<std::mutex> lock(mu_);
   Connect(options_.connect_timeout);
 }
@@ -36,8 +40,38 @@ TCPStore::~TCPStore() { CloseLocked(); }
 std::string TCPStore::address() const { return host_ + ":" + std::to_string(port_); }
 
 void TCPStore::CloseLocked() {
+  tls_.reset();
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+bool TCPStore::SendLocked(const void* data, size_t n) {
+  return tls_ ? tls_->SendAll(data, n) : net::SendAll(fd_, data, n);
+}
+
+int TCPStore::RecvLocked(void* data, size_t n, Clock::time_point deadline) {
+  return tls_ ? tls_->RecvAll(data, n, deadline) : net::RecvAll(fd_, data, n, deadline);
+}
+
+void TCPStore::HandshakeLocked(std::chrono::milliseconds budget) {
+  // The socket blocks: bound the handshake by the connect budget.
+  const auto limit = std::chrono::duration_cast<std::chrono::microseconds>(budget + kReplySlack);
+  timeval tv{static_cast<time_t>(limit.count() / 1000000),
+             static_cast<suseconds_t>(limit.count() % 1000000)};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  tls_ = std::make_unique<tls::Session>(tls_context_, fd_, /*server=*/false, host_);
+  const tls::Want want = tls_->Handshake();
+  const std::string error = tls_->error();
+  timeval none{0, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+  if (want == tls::Want::kNothing) return;
+  CloseLocked();
+  FLOTILLA_THROW(Unavailable, "TLS handshake with the store at ", address(), " failed: ", error,
+                 " (a store without TLS, one whose certificate ", kTlsCaEnv,
+                 " did not sign or that does not name ", host_,
+                 ", or one that refuses this client's certificate)");
 }
 
 void TCPStore::Connect(std::chrono::milliseconds budget) {
@@ -55,16 +89,48 @@ void TCPStore::Connect(std::chrono::milliseconds budget) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
-  Bytes hello = wire::Writer().u8(wire::kHello).str(options_.token).Framed();
-  uint8_t header[5];
-  bool ok = net::SendAll(fd_, hello.data(), hello.size()) &&
-            net::RecvAll(fd_, header, 5, Clock::now() + budget + kReplySlack) == 1;
-  if (!ok || header[4] != wire::kOk) {
-    CloseLocked();
-    FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the token (",
-                   options_.token.empty() ? "none was sent" : "not the job secret it expects",
-                   "; FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET)");
+  if (tls_context_) HandshakeLocked(budget);
+  // Challenge-response (wire.h): the secret itself never crosses the network.
+  const auto reply_deadline = Clock::now() + budget + kReplySlack;
+  const Bytes challenge = wire::Writer().u8(wire::kChallenge).Framed();
+  Bytes reply;
+  bool ok = SendLocked(challenge.data(), challenge.size()) &&
+            RecvReply(reply_deadline, &reply) == 1 && reply[0] == wire::kOk;
+  if (ok) {
+    wire::Reader r(reply.data() + 1, reply.size() - 1);
+    const std::string nonce = r.str();
+    const Bytes hello =
+        wire::Writer().u8(wire::kHello).str(wire::HelloProof(options_.token, nonce)).Framed();
+    ok = SendLocked(hello.data(), hello.size()) && RecvReply(reply_deadline, &reply) == 1 &&
+         reply[0] == wire::kOk;
   }
+  if (ok) return;
+  const std::string tls_error = tls_ ? tls_->error() : "";
+  CloseLocked();
+  // A refusal that says why (a store with TLS refusing a plaintext client).
+  if (reply.size() > 5 && reply[0] == wire::kRefused) {
+    wire::Reader r(reply.data() + 1, reply.size() - 1);
+    FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the connection: ", r.str());
+  }
+  // With TLS 1.3 a store refuses a client's certificate after the client
+  // finished its side of the handshake: the first read fails.
+  if (!tls_error.empty()) {
+    FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the connection: TLS: ",
+                   tls_error, " (its CA did not sign this client's certificate ",
+                   kTlsCertEnv, ", or there is none)");
+  }
+  FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the token (",
+                 options_.token.empty() ? "none was sent" : "not the job secret it expects",
+                 "; FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET)");
+}
+
+int TCPStore::RecvReply(Clock::time_point deadline, Bytes* body) {
+  uint32_t n = 0;
+  const int rc = RecvLocked(&n, 4, deadline);
+  if (rc != 1) return rc;
+  if (n == 0 || n > wire::kMaxMessage) return 0;
+  body->resize(n);
+  return RecvLocked(body->data(), n, deadline);
 }
 
 TCPStore::Reply TCPStore::Call(const Bytes& request, std::chrono::milliseconds timeout) {
@@ -74,14 +140,11 @@ TCPStore::Reply TCPStore::Call(const Bytes& request, std::chrono::milliseconds t
     CloseLocked();
     FLOTILLA_THROW(Unavailable, "store at ", address(), ": ", what);
   };
-  if (!net::SendAll(fd_, request.data(), request.size())) fail("connection lost while sending");
-  auto deadline = Clock::now() + timeout + kReplySlack;
-  uint32_t n = 0;
-  int rc = net::RecvAll(fd_, &n, 4, deadline);
+  if (!SendLocked(request.data(), request.size())) fail("connection lost while sending");
+  Bytes body;
+  const int rc = RecvReply(Clock::now() + timeout + kReplySlack, &body);
   if (rc < 0) fail("no reply before the deadline");
-  if (rc == 0 || n == 0 || n > wire::kMaxMessage) fail("connection lost while waiting for a reply");
-  Bytes body(n);
-  if (net::RecvAll(fd_, body.data(), n, deadline) != 1) fail("connection lost reading a reply");
+  if (rc == 0) fail("connection lost while waiting for a reply");
   Reply reply;
   reply.status = body[0];
   reply.body.assign(body.begin() + 1, body.end());

@@ -13,12 +13,16 @@
 #include <thread>
 
 #include "comm/store/socket_util.h"
+#include "comm/store/tls_session.h"
 #include "comm/store/wire.h"
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/strings.h"
+#include "flotilla/common/tls_files.h"
+#include "flotilla/trace/standard_metrics.h"
 
 namespace flotilla::comm {
 
@@ -40,6 +44,9 @@ class TCPStoreServerImpl {
     Bytes in;
     Bytes out;
     std::string peer;  // "ip:port" of the client
+    std::unique_ptr<tls::Session> tls;  // with TLS, once the client opened a handshake
+    bool want_write = false;            // the TLS session waits to write
+    std::string nonce;  // the challenge sent, until the hello answers it
     bool authed = false;
     bool closing = false;  // close once `out` is flushed
   };
@@ -56,7 +63,16 @@ class TCPStoreServerImpl {
   void Accept();
   void ReadFrom(Conn& c);
   void WriteTo(Conn& c);
+  // With TLS: true once c's handshake is done; refuses a plaintext client.
+  bool StartTls(Conn& c);
+  // recv/send through c's TLS session or directly: > 0 bytes, 0 closed or
+  // failed, -1 would block.
+  long Receive(Conn& c, void* data, size_t n);
+  long Transmit(Conn& c, const void* data, size_t n);
+  // Counts, logs and closes (after `reply`, when given) a refused client.
+  void RefuseClient(Conn& c, const std::string& why, const wire::Writer* reply);
   void HandleMessage(Conn& c, wire::Reader& r);
+  void HandleHello(Conn& c, const std::string& proof);
   void HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r);
   void Park(Conn& c, uint8_t cmd, std::vector<std::string> keys, int64_t timeout_ms);
   void Answer(Conn& c, const Parked& p);
@@ -68,6 +84,7 @@ class TCPStoreServerImpl {
   std::string host_;
   int port_ = 0;
   TCPStoreServerOptions options_;
+  std::shared_ptr<tls::Context> tls_;  // null: plaintext
   // Out of descriptors: the listening socket rests until then (no spin).
   Clock::time_point accept_paused_until_{};
   net::Fd listen_;
@@ -85,6 +102,7 @@ class TCPStoreServerImpl {
 TCPStoreServerImpl::TCPStoreServerImpl(const std::string& host, int port,
                                        TCPStoreServerOptions options)
     : host_(host.empty() ? "0.0.0.0" : host), options_(std::move(options)) {
+  if (options_.tls.enabled()) tls_ = tls::Context::ForServer(options_.tls);
   listen_ = net::Listen(host, port);
   port_ = net::LocalPort(listen_.get());
   net::SetNonBlocking(listen_.get());
@@ -122,7 +140,8 @@ void TCPStoreServerImpl::Loop() {
     const bool accepting = Clock::now() >= accept_paused_until_;
     fds.push_back({accepting ? listen_.get() : -1, POLLIN, 0});
     for (auto& [fd, c] : conns_) {
-      fds.push_back({fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+      const bool write = !c.out.empty() || c.want_write;
+      fds.push_back({fd, static_cast<short>(POLLIN | (write ? POLLOUT : 0)), 0});
     }
     int rc = ::poll(fds.data(), fds.size(), PollTimeoutMs());
     if (rc < 0 && errno != EINTR) {
@@ -136,6 +155,8 @@ void TCPStoreServerImpl::Loop() {
         if (it == conns_.end()) continue;
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadFrom(it->second);
         if (fds[i].revents & POLLOUT) WriteTo(it->second);
+        // A TLS session that waited to write may now read what it holds.
+        if ((fds[i].revents & POLLOUT) && it->second.tls) ReadFrom(it->second);
       }
     }
     ExpireParked();
@@ -174,8 +195,9 @@ void TCPStoreServerImpl::Accept() {
 
 void TCPStoreServerImpl::ReadFrom(Conn& c) {
   uint8_t buf[65536];
+  if (c.fd.get() < 0 || (tls_ && !StartTls(c))) return;
   while (true) {
-    ssize_t k = ::recv(c.fd.get(), buf, sizeof(buf), 0);
+    const long k = Receive(c, buf, sizeof(buf));
     if (k > 0) {
       c.in.insert(c.in.end(), buf, buf + k);
       if (!c.authed && c.in.size() > 4 + wire::kMaxPreAuthMessage) {
@@ -186,7 +208,7 @@ void TCPStoreServerImpl::ReadFrom(Conn& c) {
       }
       continue;
     }
-    if (k < 0 && (errno == EAGAIN || errno == EINTR)) break;
+    if (k < 0) break;
     c.fd = net::Fd();  // closed or failed
     return;
   }
@@ -217,16 +239,89 @@ void TCPStoreServerImpl::ReadFrom(Conn& c) {
 }
 
 void TCPStoreServerImpl::WriteTo(Conn& c) {
+  if (c.tls && !c.tls->established() && !StartTls(c)) return;
   while (!c.out.empty() && c.fd.get() >= 0) {
-    ssize_t k = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    const long k = Transmit(c, c.out.data(), c.out.size());
     if (k > 0) {
       c.out.erase(c.out.begin(), c.out.begin() + k);
-    } else if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+    } else if (k < 0) {
       return;
     } else {
       c.fd = net::Fd();
     }
   }
+}
+
+// A client of a store with TLS must open with a TLS handshake record. One
+// that speaks plaintext is told why (in plaintext) and closed, so it fails
+// with a clear error instead of a broken connection.
+bool TCPStoreServerImpl::StartTls(Conn& c) {
+  if (c.closing) return false;  // refused: nothing more is read
+  if (!c.tls) {
+    unsigned char first = 0;
+    const ssize_t k = ::recv(c.fd.get(), &first, 1, MSG_PEEK);
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+    if (k <= 0) {
+      c.fd = net::Fd();
+      return false;
+    }
+    if (!tls::LooksLikeTls(first)) {
+      uint8_t drop[4096];  // unread bytes would turn the close into a reset
+      while (::recv(c.fd.get(), drop, sizeof(drop), 0) > 0) {
+      }
+      const auto reply = wire::Writer().u8(wire::kRefused).str(StrCat(
+          "the store at ", address(), " serves TLS only: set ", kTlsCaEnv, " (and ",
+          kTlsCertEnv, ", ", kTlsKeyEnv, ") as the job's other processes have them"));
+      RefuseClient(c, "a plaintext client (this store serves TLS only)", &reply);
+      return false;
+    }
+    c.tls = std::make_unique<tls::Session>(tls_, c.fd.get(), /*server=*/true, "");
+  }
+  const tls::Want want = c.tls->Handshake();
+  c.want_write = want == tls::Want::kWrite;
+  if (want == tls::Want::kFailed) {
+    RefuseClient(c, "TLS handshake failed: " + c.tls->error(), nullptr);
+    return false;
+  }
+  return want == tls::Want::kNothing;
+}
+
+long TCPStoreServerImpl::Receive(Conn& c, void* data, size_t n) {
+  if (c.tls) {
+    tls::Want want = tls::Want::kNothing;
+    const long k = c.tls->Read(data, n, &want);
+    c.want_write = k < 0 && want == tls::Want::kWrite;
+    return k;
+  }
+  const ssize_t k = ::recv(c.fd.get(), data, n, 0);
+  if (k < 0 && (errno == EAGAIN || errno == EINTR)) return -1;
+  return k > 0 ? k : 0;
+}
+
+long TCPStoreServerImpl::Transmit(Conn& c, const void* data, size_t n) {
+  if (c.tls) {
+    tls::Want want = tls::Want::kNothing;
+    const long k = c.tls->Write(data, n, &want);
+    c.want_write = k < 0 && want == tls::Want::kWrite;
+    return k;
+  }
+  const ssize_t k = ::send(c.fd.get(), data, n, MSG_NOSIGNAL);
+  if (k < 0 && (errno == EAGAIN || errno == EINTR)) return -1;
+  return k > 0 ? k : 0;
+}
+
+void TCPStoreServerImpl::RefuseClient(Conn& c, const std::string& why,
+                                      const wire::Writer* reply) {
+  ++refused_;
+  trace::RecordAuthRefusal(options_.service);
+  log::Warn("TCPStoreServer {} ({}): refused the client at {}: {}", address(), options_.service,
+            c.peer, why);
+  if (reply == nullptr) {
+    c.fd = net::Fd();
+    return;
+  }
+  Reply(c, *reply);
+  c.closing = true;
 }
 
 void TCPStoreServerImpl::Reply(Conn& c, const wire::Writer& w) {
@@ -237,22 +332,34 @@ void TCPStoreServerImpl::Reply(Conn& c, const wire::Writer& w) {
 
 void TCPStoreServerImpl::HandleMessage(Conn& c, wire::Reader& r) {
   uint8_t cmd = r.u8();
-  if (cmd == wire::kHello) {
-    std::string token = r.str();
-    if (!options_.token.empty() && !SecretEquals(token, options_.token)) {
-      ++refused_;
-      log::Warn("TCPStoreServer {}: refused the client at {}: {} job secret", address(), c.peer,
-                token.empty() ? "no" : "a wrong");
-      Reply(c, wire::Writer().u8(wire::kRefused));
-      c.closing = true;
-      return;
-    }
-    c.authed = true;
-    Reply(c, wire::Writer().u8(wire::kOk));
+  if (cmd == wire::kChallenge && !c.authed) {
+    c.nonce = RandomBytes(wire::kNonceBytes);
+    Reply(c, wire::Writer().u8(wire::kOk).str(c.nonce));
+    return;
+  }
+  if (cmd == wire::kHello && !c.authed) {
+    HandleHello(c, r.str());
     return;
   }
   FLOTILLA_CHECK(c.authed, InvalidArgument, "TCPStore request before hello");
   HandleAuthed(c, cmd, r);
+}
+
+// Without a token the store is open: any hello is accepted. With one, the
+// proof must answer this connection's challenge (a hello without a
+// challenge is refused), compared in constant time.
+void TCPStoreServerImpl::HandleHello(Conn& c, const std::string& proof) {
+  const bool open = options_.token.empty();
+  const bool ok = open || (!c.nonce.empty() &&
+                           SecretEquals(proof, wire::HelloProof(options_.token, c.nonce)));
+  c.nonce.clear();
+  if (!ok) {
+    const auto reply = wire::Writer().u8(wire::kRefused);
+    RefuseClient(c, proof.empty() ? "no job secret" : "a wrong job secret", &reply);
+    return;
+  }
+  c.authed = true;
+  Reply(c, wire::Writer().u8(wire::kOk));
 }
 
 void TCPStoreServerImpl::HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r) {

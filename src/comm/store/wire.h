@@ -5,15 +5,23 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flotilla/comm/store.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/job_secret.h"
 
 namespace flotilla::comm::wire {
 
+// A connection authenticates by challenge-response before anything else:
+// the client asks for a challenge, the server answers a fresh random nonce,
+// and the client's hello carries HelloProof(secret, nonce). The secret never
+// crosses the network, and a proof seen once is worth nothing on another
+// connection (its nonce differs).
 enum Command : uint8_t {
-  kHello = 1,   // token -> Ok | Refused
+  kChallenge = 8,  // -> Ok nonce
+  kHello = 1,   // proof -> Ok | Refused
   kSet = 2,     // key, value -> Ok
   kGet = 3,     // key, timeout_ms -> Ok value | Timeout missing
   kAdd = 4,     // key, delta -> Ok i64
@@ -31,6 +39,16 @@ constexpr uint32_t kMaxPreAuthMessage = 64u << 10;
 // Longest wait a get or wait request may ask for (a year, in ms): the
 // server's deadline arithmetic stays far from overflowing.
 constexpr int64_t kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
+
+// Bytes of a challenge's nonce.
+constexpr size_t kNonceBytes = 32;
+
+// What a client holding `secret` answers to the challenge `nonce`:
+// HMAC-SHA256(secret, "flotilla-store-hello" + nonce); "" without a secret.
+inline std::string HelloProof(std::string_view secret, std::string_view nonce) {
+  if (secret.empty()) return "";
+  return HmacSha256(secret, std::string("flotilla-store-hello").append(nonce));
+}
 
 class Writer {
  public:

@@ -14,6 +14,7 @@
 #include "flotilla/common/env.h"
 #include "flotilla/common/job_secret.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/common/tls_files.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/ps/server.h"
@@ -57,6 +58,7 @@ void ListenAndServKernel(ExecutionContext& ctx) {
   opt.num_trainers = ctx.Attr<int32_t>("num_trainers");
   opt.mode = ps::ParsePsMode(ctx.Attr<std::string>("mode"));
   opt.token = internal::PsToken(ctx);
+  opt.tls = TlsFilesFromEnv();
   const std::string sparse_json = ctx.AttrOr<std::string>("sparse_config", "");
   const SparseTableSettings sparse =
       sparse_json.empty() ? SparseTableSettings{} : SparseSettingsFromJson(sparse_json, ctx.Where());

@@ -7,6 +7,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/tls_files.h"
 #include "flotilla/framework/executor.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/ps/trainer_runtime.h"
@@ -45,6 +46,7 @@ ps::PsClientOptions ClientOptions(const ExecutionContext& ctx) {
   // whole timeout: a server loading a large table before it listens is waited for.
   opt.max_attempts = std::max<int>(opt.max_attempts, static_cast<int>(timeout_ms / 1000) + 5);
   opt.token = internal::PsToken(ctx);
+  opt.tls = TlsFilesFromEnv();
   opt.min_block_size = ctx.AttrOr<int64_t>("min_block_size", ps::kMinBlockSize);
   return opt;
 }

@@ -7,6 +7,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
+#include "launch/launcher_secret.h"
 #include "launch/elastic/elastic_channel.h"
 #include "launch/elastic/etcd_client.h"
 #include "launch/elastic/membership.h"
@@ -178,7 +179,11 @@ Agreement ElasticRendezvous::AgreeOnWorld(Clock::time_point deadline) {
 std::optional<std::string> ElasticRendezvous::Master(const WorldRecord& world,
                                                      Clock::time_point deadline) {
   if (world.members.front() == Self()) {
-    store_ = comm::TCPStoreServer::Start(options_.host, 0, options_.token);
+    comm::TCPStoreServerOptions store_options;
+    store_options.token = options_.token;
+    store_options.service = "elastic";
+    store_options.tls = options_.tls;
+    store_ = comm::TCPStoreServer::Start(options_.host, 0, std::move(store_options));
     const std::string address = StrCat(options_.host, ":", store_->port());
     etcd_->Put(keys_.master(world.gen), address);
     return address;
@@ -266,6 +271,7 @@ ElasticOptions ElasticOptionsFrom(const LaunchOptions& o) {
   e.elastic_timeout = o.elastic_timeout;
   e.rendezvous_timeout = o.rendezvous_timeout;
   e.token = o.job_secret;
+  e.tls = JobTlsFiles(o);
   return e;
 }
 

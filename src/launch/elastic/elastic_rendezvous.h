@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "flotilla/common/tls_files.h"
 #include "launch/options.h"
 #include "launch/rendezvous.h"
 
@@ -38,6 +39,7 @@ struct ElasticOptions {
   std::chrono::milliseconds elastic_timeout{10000};   // --elastic_timeout: wait for MAX
   std::chrono::milliseconds rendezvous_timeout{120000};
   std::string token;           // the job secret the world's store demands
+  TlsFiles tls;                // the job's TLS files (the world's store serves TLS)
 };
 
 // From the launcher's options. Throws InvalidArgument naming the option at
