@@ -3,8 +3,9 @@
 // server closes the connection.
 //
 // Input: a flags byte, then messages, each a u16 length and that many body
-// bytes. The target frames them (u32 length + body) after a hello with the
-// right secret (flags bit 1 clear) or a wrong one (set), and ends with a
+// bytes. The target frames them (u32 length + body) after the store's
+// challenge-response with the right secret (flags bit 1 clear) or a wrong
+// one (set), and ends with a
 // request of an unknown command, which the server answers with BadRequest
 // and a close — so every input ends deterministically. With flags bit 0 the
 // bytes after the flags go out unframed (lengths included as sent), then
@@ -85,8 +86,24 @@ std::string Frame(const wire::Writer& w) {
   return std::string(framed.begin(), framed.end());
 }
 
-std::string Hello(bool right_secret) {
-  return Frame(wire::Writer().u8(wire::kHello).str(right_secret ? kSecret : "wrong"));
+// Asks for the server's challenge and returns the hello that answers it
+// with the right secret or a wrong one ("" when the server sent no nonce).
+std::string Hello(int fd, bool right_secret) {
+  SendAll(fd, Frame(wire::Writer().u8(wire::kChallenge)));
+  std::string reply;
+  char buf[256];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (reply.size() < 4 + 1 + 4 + wire::kNonceBytes) {
+    if (std::chrono::steady_clock::now() > deadline) std::abort();  // a hang
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const ssize_t k = ::recv(fd, buf, sizeof(buf), 0);
+    if (k <= 0) return "";
+    reply.append(buf, static_cast<size_t>(k));
+  }
+  const std::string nonce = reply.substr(4 + 1 + 4, wire::kNonceBytes);
+  return Frame(wire::Writer().u8(wire::kHello).str(
+      wire::HelloProof(right_secret ? kSecret : "wrong-secret", nonce)));
 }
 
 // A body as one frame: its u32 length, then the bytes.
@@ -95,8 +112,7 @@ std::string FrameBody(const std::string& body) {
   return std::string(reinterpret_cast<const char*>(&n), 4) + body;
 }
 
-std::string Messages(FuzzInput& in, bool right_secret) {
-  std::string out = Hello(right_secret);
+std::string Messages(FuzzInput& in, std::string out) {
   while (in.left() > 0) out += FrameBody(in.Str());
   return out + Frame(wire::Writer().u8(0xff));
 }
@@ -109,11 +125,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool raw = flags & 1;
   const bool right_secret = !(flags & 2);
   const int fd = Connect(Server().port());
+  const std::string hello = Hello(fd, right_secret);
   if (raw) {
-    SendAll(fd, Hello(right_secret) + in.Rest());
+    SendAll(fd, hello + in.Rest());
     ::shutdown(fd, SHUT_WR);
   } else {
-    SendAll(fd, Messages(in, right_secret));
+    SendAll(fd, Messages(in, hello));
   }
   DrainUntilClosed(fd);
   ::close(fd);
