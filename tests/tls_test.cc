@@ -16,6 +16,7 @@
 #include "flotilla/common/error.h"
 #include "flotilla/core/tensor.h"
 #include "flotilla/ps/client.h"
+#include "flotilla/ps/heter_service.h"
 #include "flotilla/ps/server.h"
 #include "flotilla/ps/update_rule.h"
 #include "flotilla/trace/standard_metrics.h"
@@ -131,6 +132,22 @@ TEST(PsTls, ATlsServerRefusesPlaintextAndForeignClients) {
   // A server whose certificate the client's CA did not sign is not trusted.
   const std::string untrusted = Pull(*server, {job.cert, job.key, stranger.ca});
   EXPECT_NE(untrusted.find("this client uses TLS"), std::string::npos) << untrusted;
+}
+
+// The heter workers' service takes the same TLS files.
+TEST(PsTls, AHeterWorkerWithTlsServesTlsClientsOnly) {
+  TempDir dir;
+  const Pki job = MakePki(dir, "job");
+  auto echo = [](int, const ps::NamedTensors& in, const std::vector<std::string>&) { return in; };
+  ps::HeterServer server({.endpoint = "127.0.0.1:0", .token = "s3cret", .tls = Files(job)}, echo);
+  server.Start();
+  const std::string endpoint = "127.0.0.1:" + std::to_string(server.port());
+  const ps::NamedTensors batch = {{"x", Tensor::FromVector<float>({1, 2}, {1, 2})}};
+  ps::HeterClient good(endpoint, 0, {.token = "s3cret", .tls = Files(job), .timeout = 10s});
+  EXPECT_EQ(good.Run(0, batch).get().at(0).second.data<float>()[1], 2.0f);
+  ps::HeterClient plaintext(endpoint, 0, {.token = "s3cret", .timeout = 2s});
+  EXPECT_THROW(plaintext.Run(1, batch).get(), Error);
+  EXPECT_EQ(server.batches(), 1);
 }
 
 TEST(PsTls, WideAndDeepTwoServersTwoWorkersRunsOverTls) {

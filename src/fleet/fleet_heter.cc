@@ -7,6 +7,7 @@
 #include "flotilla/common/env.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/common/tls_files.h"
 #include "flotilla/ps/trainer_runtime.h"
 
 namespace flotilla::fleet {
@@ -55,6 +56,7 @@ void Fleet::run_heter_worker() {
   opt.name = StrCat("heter worker ", role_->heter_index);
   opt.num_trainers = TrainersOf(role_->heter_index, heters, role_->worker_num);
   opt.token = internal::PsToken(ps_->transpiler->config().token, opt.name);
+  opt.tls = TlsFilesFromEnv();
   auto run = [&](int, const ps::NamedTensors& in, const std::vector<std::string>& fetch) {
     FeedMap feed(in.begin(), in.end());
     std::vector<std::string> names = split.boundary_grads;
@@ -85,6 +87,7 @@ std::vector<Tensor> Fleet::heter_train_step(Executor& exe, const FeedMap& feed,
     const std::string& endpoint = heters[role_->worker_index % heters.size()];
     ps::HeterClientOptions opt;
     opt.token = internal::PsToken(ps_->transpiler->config().token, "fleet::heter_train_step");
+    opt.tls = TlsFilesFromEnv();
     opt.timeout = std::chrono::milliseconds(env::GetInt("FLOTILLA_PS_TIMEOUT_MS", 120000));
     ps_->pipeline = std::make_unique<HeterPipeline>(
         split, std::make_unique<ps::HeterClient>(endpoint, role_->worker_index, opt), ps_->pipeline_depth);

@@ -12,6 +12,8 @@
 #include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/trace/standard_metrics.h"
+#include "ps/credentials.h"
 #include "ps/heter.grpc.pb.h"
 #include "ps/service.h"
 
@@ -72,6 +74,7 @@ NamedTensors FromProto(const rpc::HeterBatch& in, const std::string& who) {
 
 struct HeterServer::State final : rpc::HeterService::Service {
   HeterServerOptions options;
+  std::string wire_token;  // WireToken(options.token): what requests must carry
   Handler handler;
   OnDone on_done;
   std::unique_ptr<grpc::Server> server;
@@ -85,11 +88,12 @@ struct HeterServer::State final : rpc::HeterService::Service {
 
   template <typename Fn>
   grpc::Status Guarded(grpc::ServerContext* ctx, Fn&& fn) {
-    if (!options.token.empty()) {
+    if (!wire_token.empty()) {
       auto it = ctx->client_metadata().find(kTokenMetadata);
       const bool ok = it != ctx->client_metadata().end() &&
-                      SecretEquals(std::string_view(it->second.data(), it->second.size()), options.token);
+                      SecretEquals(std::string_view(it->second.data(), it->second.size()), wire_token);
       if (!ok) {
+        trace::RecordAuthRefusal("ps");
         log::Warn("{}: refused a request from {} (missing or wrong job secret)", options.name, ctx->peer());
         return {grpc::StatusCode::PERMISSION_DENIED,
                 StrCat("request refused by ", options.name, ": missing or wrong job secret "
@@ -140,6 +144,7 @@ HeterServer::HeterServer(HeterServerOptions options, Handler handler, OnDone on_
   FLOTILLA_CHECK(options.num_trainers >= 0, InvalidArgument, options.name, ": num_trainers ",
                  options.num_trainers, " must not be negative");
   state_->options = std::move(options);
+  state_->wire_token = WireToken(state_->options.token);
   state_->handler = std::move(handler);
   state_->on_done = std::move(on_done);
 }
@@ -154,7 +159,8 @@ HeterServer::~HeterServer() {
 void HeterServer::Start() {
   if (state_->server) return;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(state_->options.endpoint, grpc::InsecureServerCredentials(), &state_->port);
+  builder.AddListeningPort(state_->options.endpoint, ServerCredentials(state_->options.tls),
+                           &state_->port);
   builder.SetMaxReceiveMessageSize(state_->options.max_message_bytes);
   builder.SetMaxSendMessageSize(state_->options.max_message_bytes);
   builder.RegisterService(state_.get());
@@ -188,13 +194,14 @@ int64_t HeterServer::batches() const { return state_->batches.load(); }
 struct HeterClient::Impl {
   int trainer_id;
   HeterClientOptions options;
+  std::string wire_token;  // WireToken(options.token)
   std::unique_ptr<rpc::HeterService::Stub> stub;
 
   std::unique_ptr<grpc::ClientContext> Context() const {
     auto ctx = std::make_unique<grpc::ClientContext>();
     ctx->set_deadline(std::chrono::system_clock::now() + options.timeout);
     ctx->set_wait_for_ready(true);  // a worker still starting up is waited for
-    if (!options.token.empty()) ctx->AddMetadata(kTokenMetadata, options.token);
+    if (!wire_token.empty()) ctx->AddMetadata(kTokenMetadata, wire_token);
     return ctx;
   }
 };
@@ -209,8 +216,9 @@ HeterClient::HeterClient(std::string endpoint, int trainer_id, HeterClientOption
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   impl_->trainer_id = trainer_id;
   impl_->options = std::move(options);
+  impl_->wire_token = WireToken(impl_->options.token);
   impl_->stub = rpc::HeterService::NewStub(
-      grpc::CreateCustomChannel(endpoint_, grpc::InsecureChannelCredentials(), args));
+      grpc::CreateCustomChannel(endpoint_, ChannelCredentials(impl_->options.tls), args));
 }
 
 HeterClient::~HeterClient() = default;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "flotilla/common/error.h"
+#include "flotilla/trace/standard_metrics.h"
 
 namespace flotilla::ps {
 namespace {
@@ -59,6 +60,7 @@ TEST(HeterService, BatchesInFlightComeBackMatchedAndDoneEndsRun) {
 TEST(HeterService, WrongTokenAndHandlerErrorsAreReportedWithTheWorker) {
   HeterServer server({.endpoint = "127.0.0.1:0", .name = "heter worker 1", .token = "s3cret"}, Double);
   server.Start();
+  const double refusals = trace::AuthRefusals("ps");
   HeterClient bad(Loopback(server), 0, {.token = "guess", .timeout = 5s});
   try {
     bad.Run(0, {{"x", Tensor::FromVector<float>({1}, {1})}}).get();
@@ -66,6 +68,7 @@ TEST(HeterService, WrongTokenAndHandlerErrorsAreReportedWithTheWorker) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("refused by heter worker 1"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(trace::AuthRefusals("ps"), refusals + 1) << "counted in /metrics";
   HeterClient good(Loopback(server), 0, {.token = "s3cret", .timeout = 5s});
   try {
     good.Run(1, {{"x", Tensor::FromVector<float>({1}, {1})}, {"fail", Tensor::FromVector<float>({1}, {1})}}).get();

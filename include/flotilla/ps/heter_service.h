@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "flotilla/common/tls_files.h"
 #include "flotilla/core/tensor.h"
 
 namespace flotilla::ps {
@@ -33,6 +34,7 @@ struct HeterServerOptions {
   std::string name = "heter worker";   // in messages and logs: "heter worker 1"
   int num_trainers = 1;                // trainers that will say TrainerDone
   std::string token;                   // required on every request when non-empty
+  TlsFiles tls;                        // as PsServerOptions::tls; default plaintext
   int max_message_bytes = 256 << 20;
 };
 
@@ -66,6 +68,7 @@ class HeterServer {
 
 struct HeterClientOptions {
   std::string token;
+  TlsFiles tls;  // as PsClientOptions::tls; default plaintext
   // Per request; a worker not listening yet is waited for within it.
   std::chrono::milliseconds timeout{std::chrono::minutes(2)};
   int max_message_bytes = 256 << 20;
