@@ -57,15 +57,18 @@ void ElasticChannel::Evaluate() {
 }
 
 void ElasticChannel::CheckMembers() {
-  // Members first, then the oks: a finishing node writes its ok before it
-  // revokes its lease, so a member missing here has its ok visible below.
+  // Members first, then the oks: a finishing (or stopping) node writes its
+  // key before it revokes its lease, so a member missing here has it below.
   std::vector<MemberId> alive;
   for (const auto& kv : etcd_->GetPrefix(keys_.nodes()).kvs) {
     alive.push_back(DecodeMember(kv.key, kv.value, kv.lease, kv.create_revision).id);
   }
+  // A member that finished, or that stopped the job for good after a
+  // failure (its launcher then leaves too), is no lost node.
   std::set<std::string> ok;
-  for (const auto& kv : etcd_->GetPrefix(keys_.oks(options_.world.gen)).kvs) {
-    ok.insert(kv.key.substr(keys_.oks(options_.world.gen).size()));
+  const int64_t gen = options_.world.gen;
+  for (const std::string& prefix : {keys_.oks(gen), keys_.stops(gen)}) {
+    for (const auto& kv : etcd_->GetPrefix(prefix).kvs) ok.insert(kv.key.substr(prefix.size()));
   }
   const auto& members = options_.world.members;
   for (size_t i = 0; i < members.size(); ++i) {
@@ -143,8 +146,17 @@ bool ElasticChannel::Restart(int exit_code) {
   // when the peer's lease lapses.
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, options_.ttl + std::chrono::milliseconds(2000), [this] { return changed_; });
-  if (!changed_) log::Error("elastic job: the failure was not caused by a lost node; stopping");
-  return changed_;
+  if (changed_) return true;
+  log::Error("elastic job: the failure was not caused by a lost node; stopping");
+  lock.unlock();
+  // Before this launcher's lease goes: the others, still waiting for a
+  // lost node, must not take its leaving for one and start a new world.
+  try {
+    etcd_->Put(keys_.stopped(options_.world.gen, options_.self.host), "1");
+  } catch (const std::exception& e) {
+    log::Warn("could not tell the other nodes that the job stops: {}", e.what());
+  }
+  return false;
 }
 
 void ElasticChannel::Finish() {

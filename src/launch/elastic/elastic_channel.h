@@ -6,7 +6,9 @@
 // newer world formed by others. After a membership change Restart() says
 // "join again"; after a plain failure it waits one lease TTL (plus margin)
 // for the loss that may have caused it (a trainer sees its peer's death long
-// before etcd does) and only then calls the failure final.
+// before etcd does) and only then calls the failure final, recording
+// gen/<G>/stopped/<host> so that the others, still waiting, do not take
+// this launcher's leaving for a lost node.
 //
 // Finish() after a success records gen/<G>/ok/<host>; node 0 of the world
 // then waits for every member's ok, marks the job done and removes its keys.

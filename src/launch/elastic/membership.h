@@ -34,6 +34,9 @@ struct ElasticKeys {
   std::string abort(int64_t g) const { return gen(g) + "abort"; }
   std::string oks(int64_t g) const { return gen(g) + "ok/"; }
   std::string ok(int64_t g, const std::string& host) const { return oks(g) + host; }
+  // Members that stopped the job for good after a failure of world g.
+  std::string stops(int64_t g) const { return gen(g) + "stopped/"; }
+  std::string stopped(int64_t g, const std::string& host) const { return stops(g) + host; }
   std::string done() const { return prefix + "done"; }
   std::string target() const { return prefix + "target"; }
 };
