@@ -40,7 +40,8 @@ endfunction()
 set(FLOTILLA_TEST_SECRET "FLOTILLA_JOB_SECRET=ctest-job-secret-0123456789abcdef")
 
 # flotilla_test(NAME SOURCES a_test.cc DEPS lib [LABELS l] [TIMEOUT s] [RUN_SERIAL])
-# A GoogleTest binary registered with ctest, one ctest entry per binary.
+# A GoogleTest binary registered with ctest, one ctest entry per binary. A
+# layer's own tests (defined under src/) also carry the label `unit`.
 function(flotilla_test name)
   cmake_parse_arguments(ARG "RUN_SERIAL" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   flotilla_sources_missing(missing ${ARG_SOURCES})
@@ -57,6 +58,10 @@ function(flotilla_test name)
   endif()
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
     ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};FLOTILLA_SOURCE_DIR=${PROJECT_SOURCE_DIR};OPENBLAS_NUM_THREADS=1;${FLOTILLA_TEST_SECRET}")
+  file(RELATIVE_PATH where ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  if(where MATCHES "^src/")
+    list(APPEND ARG_LABELS unit)
+  endif()
   if(ARG_LABELS)
     set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
   endif()

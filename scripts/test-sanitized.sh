@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The test suite under a sanitizer, in the sanitizer's own build directory:
-#   scripts/test-sanitized.sh address [JOBS]   ASan + UBSan, leaks on (build-asan/)
-#   scripts/test-sanitized.sh thread [JOBS]    TSan (build-tsan/)
+#   scripts/test-sanitized.sh address [JOBS] [UNIT_REGEX]   ASan + UBSan, leaks on (build-asan/)
+#   scripts/test-sanitized.sh thread [JOBS] [UNIT_REGEX]    TSan (build-tsan/)
 # Configures (cmake -DFLOTILLA_SANITIZE=...), builds, runs the flavour's tests
 # with ctest, lists every test the flavour leaves out and why, and fails when
 # any process — a test or anything it started — left a sanitizer report in
 # <build>/sanitizer-reports/ (each report is printed).
+#
+# UNIT_REGEX: only the layers' own tests (ctest label `unit`, the test
+# binaries defined under src/) whose names match it, building only what they
+# need; the tests left out are listed. `make test` runs such a scope under ASan
+# after the release suite (see the Makefile for which and why).
 #
 # Left out under ASan (label `asan_skip`): nothing today.
 # Left out under TSan: the tests that run /usr/bin/python3 (label `python`,
@@ -16,6 +21,7 @@ cd "$(dirname "$0")/.."
 
 flavour="${1:-}"
 jobs="${2:-$(nproc)}"
+unit_regex="${3:-}"
 case "$flavour" in
   address) build=build-asan; sanitize=address,undefined; exclude=asan_skip ;;
   thread)  build=build-tsan; sanitize=thread; exclude='python|clusters|tsan_skip' ;;
@@ -23,18 +29,35 @@ case "$flavour" in
      exit 2 ;;
 esac
 
+only=()
+[[ -n "$unit_regex" ]] && only=(-L '^unit$' -R "$unit_regex")
+names() { sed -n 's/^ *Test *#[0-9]*: //p'; }
+
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOTILLA_SANITIZE="$sanitize" || exit 1
-cmake --build "$build" -j "$jobs" || exit 1
+if [[ -n "$unit_regex" ]]; then
+  # A flotilla_test's target is named as its test.
+  mapfile -t targets < <(cd "$build" && ctest -N "${only[@]}" | names)
+  [[ ${#targets[@]} -gt 0 ]] || { echo "test-sanitized: no unit test matches '$unit_regex'" >&2; exit 2; }
+  cmake --build "$build" -j "$jobs" --target "${targets[@]}" || exit 1
+else
+  cmake --build "$build" -j "$jobs" || exit 1
+fi
 
 cd "$build" || exit 1
-skipped=$(ctest -N -L "^($exclude)\$" | sed -n 's/^ *Test *#[0-9]*: //p')
+skipped=$(ctest -N -L "^($exclude)\$" | names)
 if [[ -n "$skipped" ]]; then
   echo "== not run under $flavour (see scripts/test-sanitized.sh for why):"
   echo "$skipped" | sed 's/^/   /'
 fi
+if [[ -n "$unit_regex" ]]; then
+  echo "== not run under $flavour in this scope (make test SANITIZE=$flavour runs them):"
+  comm -23 <(ctest -N | names | sort) <(ctest -N "${only[@]}" | names | sort) |
+    tr '\n' ' ' | fold -s -w 76 | sed 's/^/   /'
+  echo
+fi
 
 rm -rf sanitizer-reports
-ctest --output-on-failure -j "$jobs" -LE "^($exclude)\$"
+ctest --output-on-failure -j "$jobs" "${only[@]}" -LE "^($exclude)\$"
 status=$?
 
 reports=(sanitizer-reports/*)
