@@ -13,10 +13,43 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
-from .framework import Program, Scope, Variable, default_main_program, global_scope
+from .framework import Program, Scope, Variable, _scope_stack, default_main_program, global_scope
 from .place import CPUPlace
 
 FetchItem = Union[str, Variable]
+
+
+class _RunSettings:
+    """How ``Executor.run`` runs one program (Paddle's ExecutionStrategy):
+    ``iterations`` program runs per call, temporaries dropped every
+    ``drop_scope_every`` runs (0: kept)."""
+
+    __slots__ = ("iterations", "drop_scope_every")
+
+    def __init__(self, iterations: int, drop_scope_every: int):
+        self.iterations = iterations
+        self.drop_scope_every = drop_scope_every
+
+
+_RUN_SETTINGS: Dict[int, _RunSettings] = {}  # by Program._id
+
+
+def set_run_settings(program: Program, num_iteration_per_run: int = 1,
+                     num_iteration_per_drop_scope: int = 0) -> None:
+    """Makes every ``Executor.run(program)`` run it ``num_iteration_per_run``
+    times (each run takes the next batch from a started DataLoader; a feed
+    dict is fed to each; the fetches are the last run's) and free its
+    temporaries every ``num_iteration_per_drop_scope`` runs (0: never).
+    fleet applies a strategy's ``exec_strategy`` through this; so does
+    ``CompiledProgram.with_data_parallel(exec_strategy=...)``."""
+    for name, value, least in (("num_iteration_per_run", num_iteration_per_run, 1),
+                               ("num_iteration_per_drop_scope", num_iteration_per_drop_scope, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"ExecutionStrategy.{name} must be an int of at least {least}, got {value!r}")
+    if num_iteration_per_run == 1 and num_iteration_per_drop_scope == 0:
+        _RUN_SETTINGS.pop(program._id, None)
+    else:
+        _RUN_SETTINGS[program._id] = _RunSettings(num_iteration_per_run, num_iteration_per_drop_scope)
 
 
 def _fetch_names(fetch_list: Optional[Sequence[FetchItem]]) -> List[str]:
@@ -70,6 +103,9 @@ class Executor:
     def __init__(self, place: Optional[CPUPlace] = None):
         self.place = place if place is not None else CPUPlace()
         self._exe = _core.Executor()
+        self._runs: Dict[int, int] = {}  # runs per program with run settings
+        from .distributed.fleet.paddle_flags import warn_unhonoured
+        warn_unhonoured()
 
     def run(self, program: Optional[Program] = None, feed: Optional[Dict[str, Any]] = None,
             fetch_list: Optional[Sequence[FetchItem]] = None, feed_var_name: str = "feed",
@@ -91,10 +127,28 @@ class Executor:
         Returns:
             One value per fetched variable; arrays own their memory.
         """
-        prog = _program_of(program)
-        feed_dict = _feed_dict(feed, prog)
-        return self._exe._run(prog, feed_dict, _fetch_names(fetch_list), scope or global_scope(),
-                              return_numpy)
+        # The common case (a Program, a dict feed) touches nothing else:
+        # exe.run's fixed cost is most of a small model's step.
+        prog = program if type(program) is Program else _program_of(program)
+        if _RUN_SETTINGS and prog._id in _RUN_SETTINGS:
+            return self._run_with(_RUN_SETTINGS[prog._id], prog, feed, _fetch_names(fetch_list),
+                                  scope if scope is not None else global_scope(), return_numpy)
+        if type(feed) is not dict or not feed:
+            feed = _feed_dict(feed, prog)
+        if scope is None and _scope_stack:
+            scope = _scope_stack[-1]
+        return self._exe._run(prog, feed, fetch_list, scope, return_numpy)
+
+    def _run_with(self, settings: _RunSettings, prog: Program, feed: Any, fetch_names: List[str],
+                  scope: Scope, return_numpy: bool) -> List[Any]:
+        out: List[Any] = []
+        for i in range(settings.iterations):
+            last = i == settings.iterations - 1
+            out = self._exe._run(prog, _feed_dict(feed, prog), fetch_names if last else [], scope, return_numpy)
+            runs = self._runs[prog._id] = self._runs.get(prog._id, 0) + 1
+            if settings.drop_scope_every and runs % settings.drop_scope_every == 0:
+                self._exe._drop_local_scope(prog, scope)
+        return out
 
     def close(self) -> None:
         """Tells every parameter server this trainer used that it has finished
@@ -121,4 +175,4 @@ def as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-__all__ = ["Executor", "as_numpy"]
+__all__ = ["Executor", "as_numpy", "set_run_settings"]

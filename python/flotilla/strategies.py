@@ -7,8 +7,11 @@ applies each field or refuses it by name (see
 ``flotilla.distributed.fleet.DistributedStrategy``).
 """
 
-from typing import Any, Optional
+import os
+from typing import Any, Mapping, Optional
 
+from . import _core
+from .executor import set_run_settings
 from .framework import Program
 
 
@@ -38,12 +41,38 @@ class _Settings:
 
 
 class ExecutionStrategy(_Settings):
-    """How a program's iterations run (Paddle's ``fluid.ExecutionStrategy``):
-    ``num_threads``, ``num_iteration_per_drop_scope``,
-    ``num_iteration_per_run``, ``use_thread_barrier``."""
+    """How a program's iterations run (Paddle's ``fluid.ExecutionStrategy``),
+    applied by :func:`apply_execution_strategy`: ``num_threads``,
+    ``num_iteration_per_drop_scope``, ``num_iteration_per_run``;
+    ``use_thread_barrier=True`` is refused."""
 
     _defaults = {"num_threads": 1, "num_iteration_per_drop_scope": 100, "num_iteration_per_run": 1,
                  "use_thread_barrier": False}
+
+
+def apply_execution_strategy(program: Program, fields: Mapping[str, int]) -> None:
+    """Applies the ExecutionStrategy fields a user set (``fields``: name →
+    value; absent ones keep Flotilla's behaviour) to ``program``:
+
+    - ``num_threads``: the threads this process's GEMM kernels use, at most
+      the CPUs it may run on (Flotilla runs a program's ops in order on one
+      thread; the threads go to the large kernels instead);
+    - ``num_iteration_per_run``: ``Executor.run(program)`` runs it that many
+      times;
+    - ``num_iteration_per_drop_scope``: its temporaries are freed every that
+      many runs (unset: kept for the life of the executor).
+
+    Raises ValueError naming a field that is not a positive int, and
+    NotImplementedError for any other field."""
+    unknown = set(fields) - {"num_threads", "num_iteration_per_run", "num_iteration_per_drop_scope"}
+    if unknown:
+        raise NotImplementedError(f"ExecutionStrategy fields {sorted(unknown)} are not in Flotilla")
+    threads = fields.get("num_threads")
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"ExecutionStrategy.num_threads must be an int of at least 1, got {threads!r}")
+        _core.fleet._set_compute_threads(min(threads, len(os.sched_getaffinity(0))))
+    set_run_settings(program, fields.get("num_iteration_per_run", 1), fields.get("num_iteration_per_drop_scope", 0))
 
 
 class BuildStrategy(_Settings):
@@ -76,7 +105,13 @@ class CompiledProgram:
             raise NotImplementedError(
                 f"CompiledProgram.with_data_parallel(places={places!r}): Flotilla runs one process per "
                 "device; nearest: fleet.distributed_optimizer under `flotilla launch --devices ...`")
+        if exec_strategy is not None:
+            if exec_strategy.use_thread_barrier:
+                raise NotImplementedError("ExecutionStrategy.use_thread_barrier=True is not in Flotilla "
+                                          "(its executor runs ops on one thread)")
+            apply_execution_strategy(self._program, {k: v for k, v in exec_strategy._changed().items()
+                                                     if k != "use_thread_barrier"})
         return self
 
 
-__all__ = ["ExecutionStrategy", "BuildStrategy", "CompiledProgram"]
+__all__ = ["ExecutionStrategy", "BuildStrategy", "CompiledProgram", "apply_execution_strategy"]

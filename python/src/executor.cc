@@ -11,24 +11,57 @@ namespace flotilla::python {
 
 namespace {
 
-// Arrays and tensors keep their dtype (a wrong one is reported by the
-// executor, naming the variable); lists and scalars take the variable's.
+// The dtype a feed is converted to (once, as Paddle does), if any: lists and
+// scalars take the variable's; float64 arrays fed to a float32 variable
+// become float32. Other arrays and tensors keep their dtype, and a wrong one
+// is reported by the executor, naming the variable and both dtypes.
+std::optional<DType> FeedConversion(const Block& block, const std::string& name, const py::handle& value) {
+  const VarDesc* v = block.FindVar(name);
+  if (v == nullptr || py::isinstance<Tensor>(value)) return std::nullopt;
+  if (!py::isinstance<py::array>(value)) return v->dtype;
+  const py::dtype dt = py::reinterpret_borrow<py::array>(value).dtype();
+  const bool float64 = dt.kind() == 'f' && dt.itemsize() == 8;
+  if (v->dtype == DType::kFloat32 && float64) return DType::kFloat32;
+  return std::nullopt;
+}
+
 FeedMap ToFeedMap(const Program& program, const py::dict& feed) {
   FeedMap out;
   const Block& block = program.global_block();
   for (auto [key, value] : feed) {
     std::string name = py::str(key);
-    std::optional<DType> convert_to;
-    if (!py::isinstance<py::array>(value) && !py::isinstance<Tensor>(value)) {
-      if (const VarDesc* v = block.FindVar(name)) convert_to = v->dtype;
-    }
-    out.emplace(name, ToTensor(value, "feed '" + name + "'", convert_to));
+    out.emplace(name, ToTensor(value, "feed '" + name + "'", FeedConversion(block, name, value)));
   }
   return out;
 }
 
-py::list Run(Executor& exe, const Program& program, const py::dict& feed,
-             const std::vector<std::string>& fetch_list, Scope* scope, bool return_numpy) {
+// The names of what to fetch: None, a Variable, a name, or a sequence of
+// Variables and names (read here rather than in Python: exe.run's fixed
+// cost is most of a small model's step).
+std::vector<std::string> FetchNames(const py::handle& fetch_list) {
+  std::vector<std::string> names;
+  const auto add = [&names](const py::handle& item) {
+    if (py::isinstance<py::str>(item)) {
+      names.push_back(item.cast<std::string>());
+    } else if (py::isinstance<Variable>(item)) {
+      names.push_back(item.cast<const Variable&>().name());
+    } else {
+      throw py::type_error("Executor.run: fetch_list items must be Variables or names, got " +
+                           py::str(py::type::handle_of(item).attr("__name__")).cast<std::string>());
+    }
+  };
+  if (fetch_list.is_none()) return names;
+  if (py::isinstance<py::str>(fetch_list) || py::isinstance<Variable>(fetch_list)) {
+    add(fetch_list);
+    return names;
+  }
+  for (const py::handle item : fetch_list) add(item);
+  return names;
+}
+
+py::list Run(Executor& exe, const Program& program, const py::dict& feed, const py::handle& fetch_handles,
+             Scope* scope, bool return_numpy) {
+  const std::vector<std::string> fetch_list = FetchNames(fetch_handles);
   FeedMap feeds = ToFeedMap(program, feed);
   std::vector<Tensor> fetched;
   {
@@ -54,12 +87,15 @@ py::list Run(Executor& exe, const Program& program, const py::dict& feed,
 void BindExecutor(py::module_& m) {
   py::class_<Executor>(m, "Executor", "Runs programs on a Place (Paddle's Executor).")
       .def(py::init<>())
-      .def("_run", &Run, py::arg("program"), py::arg("feed"), py::arg("fetch_list"),
+      .def("_run", &Run, py::arg("program"), py::arg("feed"), py::arg("fetch_list") = py::none(),
            py::arg("scope") = nullptr, py::arg("return_numpy") = true,
-           "Runs ``program`` once: feeds arrays by name, returns the fetched variables.")
+           "Runs ``program`` once: feeds arrays by name, returns the fetched variables (None, a Variable, "
+           "a name, or a list of them). ``scope`` None: the global scope.")
       .def("_local_scope", &Executor::local_scope, py::arg("program"), py::arg("scope") = nullptr,
            py::return_value_policy::reference_internal,
            "The scope of ``program``'s temporaries and feeds (None before its first run).")
+      .def("_drop_local_scope", &Executor::DropLocalScope, py::arg("program"), py::arg("scope") = nullptr,
+           "Frees ``program``'s temporaries (ExecutionStrategy.num_iteration_per_drop_scope).")
       .def(
           "close",
           [](Executor& exe) {

@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/core/math.h"
 #include "flotilla/fleet/fleet.h"
 
 namespace flotilla::python {
@@ -74,6 +75,12 @@ void SetField(DistributedStrategy& s, const std::string& path, const py::handle&
   }
 }
 
+// True when `path` was given a value (a config group: any of its fields).
+bool HasField(DistributedStrategy& s, const std::string& path) {
+  auto [msg, f] = Field(*s.operator->(), path);
+  return msg->GetReflection()->HasField(*msg, f);
+}
+
 std::vector<std::string> FieldNames(DistributedStrategy& s) {
   std::vector<std::string> names;
   const pb::Descriptor* d = s->GetDescriptor();
@@ -106,7 +113,7 @@ void BindRoles(py::module_& m) {
            py::arg("worker_endpoints") = std::vector<std::string>{}, py::arg("store_address") = "");
   py::class_<fleet::MPISymetricRoleMaker, fleet::RoleMaker, std::shared_ptr<fleet::MPISymetricRoleMaker>>(
       m, "MPISymetricRoleMaker")
-      .def(py::init<>());
+      .def(py::init<bool>(), py::arg("parameter_servers") = false, py::call_guard<py::gil_scoped_release>());
 }
 
 void BindStrategy(py::module_& m) {
@@ -114,6 +121,7 @@ void BindStrategy(py::module_& m) {
       .def(py::init<>())
       .def("_get", &GetField, py::arg("path"))
       .def("_set", &SetField, py::arg("path"), py::arg("value"))
+      .def("_has", &HasField, py::arg("path"))
       .def("_fields", &FieldNames)
       .def("to_text", &DistributedStrategy::ToText)
       .def_static("from_text", &DistributedStrategy::FromText, py::arg("text"), py::arg("what") = "strategy")
@@ -131,6 +139,8 @@ void BindFleetFunctions(py::module_& m) {
            py::arg("parameter_list") = std::vector<std::string>{},
            py::arg("no_grad_set") = std::set<std::string>{})
       .def_property_readonly("buckets", &fleet::DistributedOptimizer::buckets);
+  m.def("_set_compute_threads", &math::SetBlasThreads, py::arg("n"),
+        "Threads the executor's GEMM kernels use in this process (ExecutionStrategy.num_threads).");
   m.def("init", [](const fleet::RoleMaker& role) { fleet::init(role); }, py::arg("role_maker"), ReleaseInterruptible());
   m.def("initialized", [] { return fleet::default_fleet().initialized(); });
   m.def("is_worker", &fleet::is_worker);

@@ -85,7 +85,9 @@ void BindBlock(py::module_& m) {
         for (const auto& op : b.ops()) types.push_back(op->type);
         return types;
       }, "The op types of this block, in order.")
-      .def("_op_debug", [](const Block& b, size_t i) { return b.op(i).DebugString(); });
+      .def("_op_debug", [](const Block& b, size_t i) { return b.op(i).DebugString(); })
+      .def("_op_attrs", [](const Block& b, size_t i) { return b.op(i).attrs; }, py::arg("index"),
+           "The attributes of op ``index``, by name (for tests and tools).");
 }
 
 void BindProgram(py::module_& m) {

@@ -21,7 +21,6 @@ unsigned long main_thread = 0;  // Python's ident of its main thread: pthread_se
 std::mutex mu;
 int depth = 0;                     // guarded by mu
 struct sigaction previous = {};    // guarded by mu; read by the handler while installed
-bool installed = false;            // guarded by mu
 
 void OnSigint(int sig, siginfo_t* info, void* context) {
   pending.store(true, std::memory_order_relaxed);
@@ -45,11 +44,16 @@ bool PythonSignalRaised() {
 
 }  // namespace
 
+// Once installed, the handler stays: between calls it only sets `pending`
+// and runs Python's handler, and the next check finds no Python signal
+// left to raise. One sigaction() read per outermost call notices a handler
+// installed over it since (signal.signal()) and chains to that one instead.
 Interruptible::Interruptible() {
   std::lock_guard<std::mutex> lock(mu);
   if (depth++ > 0) return;
   struct sigaction current = {};
   sigaction(SIGINT, nullptr, &current);
+  if ((current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == &OnSigint) return;
   bool python_handles = (current.sa_flags & SA_SIGINFO) != 0 ||
                         (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN);
   if (!python_handles) return;
@@ -59,14 +63,11 @@ Interruptible::Interruptible() {
   ours.sa_flags = SA_SIGINFO | (current.sa_flags & SA_RESTART);
   sigemptyset(&ours.sa_mask);
   sigaction(SIGINT, &ours, nullptr);
-  installed = true;
 }
 
 Interruptible::~Interruptible() {
   std::lock_guard<std::mutex> lock(mu);
-  if (--depth > 0 || !installed) return;
-  sigaction(SIGINT, &previous, nullptr);
-  installed = false;
+  --depth;
 }
 
 void InstallInterruptCheck() {

@@ -110,21 +110,21 @@ Tensor ToTensor(const py::handle& value, const std::string& what, std::optional<
                      DTypeName(t.dtype()), " where ", DTypeName(*convert_to), " is expected");
     return t;
   }
-  py::object np = py::module_::import("numpy");
   py::array a;
   if (py::isinstance<py::array>(value)) {
     a = py::reinterpret_borrow<py::array>(value);
   } else {
+    py::object np = py::module_::import("numpy");
     a = convert_to ? np.attr("asarray")(value, NumpyDType(*convert_to)) : np.attr("asarray")(value);
   }
   std::optional<DType> dtype = DTypeOfNumpy(a.dtype());
   if (convert_to && dtype != convert_to) {
-    a = np.attr("ascontiguousarray")(a, NumpyDType(*convert_to));
+    a = py::module_::import("numpy").attr("ascontiguousarray")(a, NumpyDType(*convert_to));
     dtype = convert_to;
   }
   FLOTILLA_ENFORCE(dtype.has_value(), what, ": dtype ", DTypeString(a.dtype()), " (shape ",
                    DimsToString(ShapeOf(a)), ") is not supported (float32, float64, int32 or int64)");
-  if (!Wrappable(a)) a = np.attr("ascontiguousarray")(a, NumpyDType(*dtype));
+  if (!Wrappable(a)) a = py::module_::import("numpy").attr("ascontiguousarray")(a, NumpyDType(*dtype));
   return Wrap(a, *dtype);
 }
 

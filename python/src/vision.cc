@@ -80,6 +80,10 @@ void BindImageNetReader(py::module_& m) {
       .def_property_readonly("num_classes", &io::ImageNetReader::num_classes)
       .def("start_epoch", &io::ImageNetReader::StartEpoch, py::arg("epoch"), py::call_guard<py::gil_scoped_release>())
       .def("next", &Next, "(image [N, 3, S, S] float32, label [N, 1] int64, skipped) or None at the end.");
+  // The C++ defaults, as the float32 values the reader normalises with.
+  const io::ImageNetOptions defaults;
+  m.attr("IMAGENET_MEAN") = py::cast(defaults.mean);
+  m.attr("IMAGENET_STD") = py::cast(defaults.std);
 }
 
 }  // namespace

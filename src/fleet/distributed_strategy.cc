@@ -29,6 +29,34 @@ void CheckAtLeast(int64_t value, int64_t min, const char* field) {
                  " must be at least ", min);
 }
 
+// The a_sync_configs fields of Paddle's communicator that Flotilla's does not
+// have: set to anything but their default, they are refused by name rather
+// than ignored (k_steps, max_merge_var_num, send_queue_size and
+// independent_recv_thread are applied).
+void RefuseUnappliedAsyncFields(const proto::AsyncConfig& a) {
+  const proto::AsyncConfig defaults;
+  const auto refuse = [](bool is_default, const char* field, const std::string& value,
+                         const char* instead) {
+    FLOTILLA_CHECK(is_default, Unimplemented, "DistributedStrategy.a_sync_configs.", field, "=", value,
+                   " is not applied by Flotilla's communicator; ", instead);
+  };
+  refuse(a.min_send_grad_num_before_recv() == defaults.min_send_grad_num_before_recv(),
+         "min_send_grad_num_before_recv", std::to_string(a.min_send_grad_num_before_recv()),
+         "leave it at 1 (a trainer receives after each send round)");
+  refuse(a.thread_pool_size() == defaults.thread_pool_size(), "thread_pool_size",
+         std::to_string(a.thread_pool_size()), "leave it at 1 (one send thread per trainer)");
+  refuse(a.send_wait_times() == defaults.send_wait_times(), "send_wait_times",
+         std::to_string(a.send_wait_times()), "leave it at 1; nearest: max_merge_var_num");
+  refuse(a.runtime_split_send_recv() == defaults.runtime_split_send_recv(), "runtime_split_send_recv",
+         a.runtime_split_send_recv() ? "true" : "false",
+         "leave it false (tables are split across servers when the program is transpiled)");
+  refuse(a.launch_barrier() == defaults.launch_barrier(), "launch_barrier",
+         a.launch_barrier() ? "true" : "false", "leave it true (trainers always wait for the servers)");
+  refuse(a.lr_decay_steps() == defaults.lr_decay_steps(), "lr_decay_steps",
+         std::to_string(a.lr_decay_steps()),
+         "leave it at 10 (servers apply the learning rate the trainers' program computes)");
+}
+
 }  // namespace
 
 DistributedStrategy::DistributedStrategy(proto::DistributedStrategy p) : proto_(std::move(p)) {}
@@ -83,6 +111,7 @@ void DistributedStrategy::Validate() const {
   CheckAtLeast(t.admit_count(), 0, "sparse_table_configs.admit_count");
   CheckAtLeast(proto_.heter_configs().pipeline_depth(), 1, "heter_configs.pipeline_depth");
   CheckAtLeast(t.delete_after_unseen_passes(), 0, "sparse_table_configs.delete_after_unseen_passes");
+  RefuseUnappliedAsyncFields(proto_.a_sync_configs());
 }
 
 }  // namespace flotilla::fleet

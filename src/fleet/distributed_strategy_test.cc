@@ -75,5 +75,20 @@ TEST(DistributedStrategy, OutOfRangeValuesAreNamed) {
   EXPECT_THROW(DistributedStrategy::FromTextFile("/nonexistent/strategy.prototxt"), Error);
 }
 
+TEST(DistributedStrategy, AsyncFieldsTheCommunicatorLacksAreRefusedByName) {
+  EXPECT_NO_THROW(DistributedStrategy::FromText(
+      "a_sync_configs { k_steps: 4 max_merge_var_num: 8 send_queue_size: 32 independent_recv_thread: true }"));
+  for (const char* field : {"min_send_grad_num_before_recv: 2", "thread_pool_size: 4", "send_wait_times: 3",
+                            "runtime_split_send_recv: true", "launch_barrier: false", "lr_decay_steps: 5"}) {
+    try {
+      DistributedStrategy::FromText(std::string("a_sync_configs { ") + field + " }");
+      FAIL() << field << " was accepted";
+    } catch (const Unimplemented& e) {
+      const std::string name(field, std::string(field).find(':'));
+      EXPECT_NE(std::string(e.what()).find("a_sync_configs." + name + "="), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace flotilla::fleet

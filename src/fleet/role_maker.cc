@@ -214,7 +214,7 @@ std::string MpiStoreAddress() {
 
 }  // namespace
 
-MPISymetricRoleMaker::MPISymetricRoleMaker() {
+MPISymetricRoleMaker::MPISymetricRoleMaker(bool parameter_servers) {
   info_.worker_num = ReadCount("OMPI_COMM_WORLD_SIZE", kWhyMpi);
   info_.worker_index = ReadIndex("OMPI_COMM_WORLD_RANK", info_.worker_num, "OMPI_COMM_WORLD_SIZE", kWhyMpi);
   int64_t local = env::RequireInt("OMPI_COMM_WORLD_LOCAL_RANK", kWhyMpi);
@@ -224,6 +224,7 @@ MPISymetricRoleMaker::MPISymetricRoleMaker() {
   info_.store_address = MpiStoreAddress();
   info_.job_id = "mpi";
   info_.host_id = env::GetOr("FLOTILLA_HOST_ID", "");
+  if (parameter_servers) UseParameterServerLayout();
 }
 
 }  // namespace flotilla::fleet

@@ -246,6 +246,16 @@ Scope* Executor::local_scope(const Program& program, const Scope* scope) const {
   return it == cache_.end() ? nullptr : it->second->local.get();
 }
 
+void Executor::DropLocalScope(const Program& program, Scope* scope) {
+  Scope& s = scope != nullptr ? *scope : global_scope();
+  auto it = cache_.find({program.id(), s.id()});
+  if (it == cache_.end()) return;
+  Prepared& p = *it->second;
+  p.ops.clear();  // they point into the old scope
+  p.local = std::make_unique<Scope>(&s);
+  p.version = ~0ull;
+}
+
 void Executor::Close() {
   if (closed_) return;
   closed_ = true;

@@ -63,6 +63,23 @@ TEST_F(ExecutorTest, PersistablesLiveInTheGivenScopeTemporariesInAKid) {
   EXPECT_EQ(scope.FindLocalVar("tmp"), nullptr);
 }
 
+TEST_F(ExecutorTest, DropLocalScopeFreesTemporariesAndKeepsRunning) {
+  program.global_block().AppendOp(OpDesc("assign").In("X", {"y"}).Out("Out", {"tmp"}));
+  auto x = Tensor::FromVector<float>({1, 2, 3}, {1, 3});
+  exe.DropLocalScope(program, &scope);  // never run: nothing to drop
+  exe.Run(program, {{"x", x}}, {"tmp"}, &scope);
+  Scope* before = exe.local_scope(program, &scope);
+  ASSERT_NE(before->FindVar("tmp"), nullptr);
+  ASSERT_TRUE(before->FindVar("tmp")->IsInitialized());
+  exe.DropLocalScope(program, &scope);
+  Scope* after = exe.local_scope(program, &scope);
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(after->FindLocalVar("tmp"), nullptr);
+  auto out = exe.Run(program, {{"x", x}}, {"tmp"}, &scope);
+  EXPECT_EQ(out[0].ToVector<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_TRUE(exe.local_scope(program, &scope)->FindVar("tmp")->IsInitialized());
+}
+
 TEST_F(ExecutorTest, CloseRunsHooksOnce) {
   static int closed = 0;
   Executor::AddCloseHook([] { ++closed; });

@@ -102,16 +102,36 @@ def test_fed_array_is_released_after_the_next_run(programs):
     assert alive() is None
 
 
-def test_wrong_dtype_names_the_variable_and_both_shapes(programs):
+def test_float64_fed_to_float32_is_converted_once(programs):
+    main, _, scope = programs
+    x = fluid.layers.data(name="pixels", shape=[3], dtype="float32")
+    out = fluid.layers.scale(x, scale=2.0)
+    exe = _exe()
+    wide = np.full((5, 3), 1.0 + 2.0 ** -30, np.float64)  # rounds to 1.0 in float32
+    (got,) = exe.run(main, feed={"pixels": wide}, fetch_list=[out])
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.full((5, 3), 2.0, np.float32))
+    fed = exe._exe._local_scope(main, scope).find_var("pixels").get_tensor()
+    assert fed._dtype() == "float32" and fed._data_ptr() != wide.ctypes.data  # a float32 copy
+    right = np.ones((5, 3), np.float32)
+    exe.run(main, feed={"pixels": right}, fetch_list=[out])
+    assert fed._data_ptr() == right.ctypes.data  # the right dtype stays zero-copy
+
+
+def test_wrong_dtype_names_the_variable_and_both_dtypes_and_shapes(programs):
     main, _, _ = programs
-    fluid.layers.data(name="pixels", shape=[3], dtype="float32")
+    fluid.layers.data(name="pixels", shape=[3], dtype="int64")
     out = fluid.layers.scale(main.global_block().var("pixels"), scale=1.0)
     with pytest.raises(ValueError) as info:
-        _exe().run(main, feed={"pixels": np.ones((5, 3), np.float64)}, fetch_list=[out])
+        _exe().run(main, feed={"pixels": np.ones((5, 3), np.float32)}, fetch_list=[out])
     message = str(info.value)
     assert isinstance(info.value, errors.InvalidArgumentError)
-    for part in ("pixels", "float64", "float32", "[5, 3]", "[-1, 3]"):
+    for part in ("pixels", "float32", "int64", "[5, 3]", "[-1, 3]"):
         assert part in message, message
+    fluid.layers.data(name="narrow", shape=[3], dtype="float64")
+    back = fluid.layers.scale(main.global_block().var("narrow"), scale=1.0)
+    with pytest.raises(errors.InvalidArgumentError, match="'narrow' has dtype float32.*declares float64"):
+        _exe().run(main, feed={"narrow": np.ones((5, 3), np.float32)}, fetch_list=[back])
 
 
 def test_wrong_shape_names_the_variable_and_both_shapes(programs):

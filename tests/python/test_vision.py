@@ -100,3 +100,14 @@ def test_models_are_the_cpp_networks_with_paddles_names():
     with pytest.raises(errors.InvalidArgumentError, match="unknown model 'VGG16'.*ResNet50"):
         models.get_model("VGG16")
     assert "LeNet" in models.model_names() and isinstance(models.get_model("LeNet"), models.LeNet)
+
+
+def test_default_mean_and_std_are_the_cpp_readers_bit_for_bit():
+    from flotilla.vision import imagenet
+    f32 = np.float32
+    cpp_std = [f32(0.229) * f32(255), f32(0.224) * f32(255), f32(0.225) * f32(255)]  # 0.224f * 255 in C++
+    cpp_mean = [f32(0.485) * f32(255), f32(0.456) * f32(255), f32(0.406) * f32(255)]
+    assert [f32(v) for v in imagenet._IMAGENET_STD] == cpp_std
+    assert [f32(v) for v in imagenet._IMAGENET_MEAN] == cpp_mean
+    assert all(float(f32(v)) == v for v in imagenet._IMAGENET_STD + imagenet._IMAGENET_MEAN)  # no rounding on the way
+    assert f32(0.224 * 255) != cpp_std[1]  # the product in double lands one ulp away

@@ -1,6 +1,8 @@
 #include "launch_command.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
@@ -125,6 +127,7 @@ void AddElasticOptions(CLI::App& c, launch::LaunchOptions& o) {
   c.add_option("--elastic_ttl", g_durations.elastic_ttl, "seconds of a node's lease: a lost node "
                "is noticed this long after its launcher died")
       ->envname("FLOTILLA_ELASTIC_TTL")->capture_default_str()->check(CLI::PositiveNumber)->group(g);
+  // Paddle's PADDLE_ELASTIC_TTL and PADDLE_ELASTIC_TIMEOUT are read too (ApplyPaddleElasticEnv).
   c.add_option("--elastic_timeout", g_durations.elastic_timeout, "seconds the first world waits "
                "for MAX nodes once MIN are there")
       ->envname("FLOTILLA_ELASTIC_TIMEOUT")->capture_default_str()->group(g);
@@ -175,10 +178,35 @@ void AddObservabilityOptions(CLI::App& c, launch::LaunchOptions& o) {
       ->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str()->group(g);
 }
 
+// Seconds in Paddle's variable `name`; throws InvalidArgument naming it
+// unless it is a number of at least `least`.
+double PaddleSeconds(const char* name, const std::string& value, double least) {
+  char* end = nullptr;
+  const double seconds = std::strtod(value.c_str(), &end);
+  FLOTILLA_CHECK(!value.empty() && *end == '\0' && seconds >= least && std::isfinite(seconds), InvalidArgument,
+                 "environment variable ", name, "='", value, "' is not a number of seconds of at least ", least);
+  return seconds;
+}
+
+// Paddle's PADDLE_ELASTIC_TTL / PADDLE_ELASTIC_TIMEOUT, for the durations
+// neither the command line nor Flotilla's own variable gave.
+void ApplyPaddleElasticEnv(const CLI::App& c) {
+  if (auto ttl = env::Get("PADDLE_ELASTIC_TTL"); ttl && c.count("--elastic_ttl") == 0) {
+    const double seconds = PaddleSeconds("PADDLE_ELASTIC_TTL", *ttl, 1);
+    FLOTILLA_CHECK(seconds == std::floor(seconds), InvalidArgument, "environment variable PADDLE_ELASTIC_TTL='",
+                   *ttl, "' must be a whole number of seconds");
+    g_durations.elastic_ttl = static_cast<int>(seconds);
+  }
+  if (auto timeout = env::Get("PADDLE_ELASTIC_TIMEOUT"); timeout && c.count("--elastic_timeout") == 0) {
+    g_durations.elastic_timeout = PaddleSeconds("PADDLE_ELASTIC_TIMEOUT", *timeout, 0);
+  }
+}
+
 }  // namespace
 
 CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
                            launch::LaunchOptions& o) {
+  g_durations = Durations{};
   CLI::App* c = app.add_subcommand(
       name, ps_only ? "start a parameter-server job: servers and workers (seed 003)"
                     : "start a collective or parameter-server job on one or many nodes");
@@ -197,6 +225,7 @@ CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
 }
 
 void FinishLaunchOptions(CLI::App& c, bool ps_only, launch::LaunchOptions& o) {
+  ApplyPaddleElasticEnv(c);
   o.command = c.remaining();
   if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
   o.grace_period = std::chrono::milliseconds(static_cast<int64_t>(g_durations.grace_period * 1000));

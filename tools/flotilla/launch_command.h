@@ -16,7 +16,9 @@ CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
 
 // Completes `options` after parsing: the program and its arguments (what
 // followed the options), seconds converted, fallbacks from secondary
-// environment variables.
+// environment variables (PADDLE_ELASTIC_JOB_ID; PADDLE_ELASTIC_TTL and
+// PADDLE_ELASTIC_TIMEOUT, where the option and Flotilla's variable win).
+// Throws InvalidArgument naming a Paddle variable that is not a duration.
 void FinishLaunchOptions(CLI::App& command, bool ps_only, launch::LaunchOptions& options);
 
 }  // namespace flotilla::tools

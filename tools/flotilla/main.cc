@@ -38,11 +38,11 @@ int main(int argc, char** argv) {
   if (env->parsed()) return flotilla::tools::RunEnvCommand(env_options);
   if (!launch->parsed() && !launch_ps->parsed()) return observe_code;
   const bool ps_only = launch_ps->parsed();
-  flotilla::tools::FinishLaunchOptions(ps_only ? *launch_ps : *launch, ps_only, options);
-  // The FLOTILLA_* trace settings describe traced children, not the launcher.
-  flotilla::launch::ClearLauncherTraceEnv();
-  if (!options.log_level.empty()) spdlog::set_level(spdlog::level::from_str(options.log_level));
   try {
+    flotilla::tools::FinishLaunchOptions(ps_only ? *launch_ps : *launch, ps_only, options);
+    // The FLOTILLA_* trace settings describe traced children, not the launcher.
+    flotilla::launch::ClearLauncherTraceEnv();
+    if (!options.log_level.empty()) spdlog::set_level(spdlog::level::from_str(options.log_level));
     return flotilla::launch::Launch(std::move(options));
   } catch (const flotilla::Error& e) {
     // what() already starts with the error's kind ("Unavailable: ...").

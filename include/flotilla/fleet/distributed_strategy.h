@@ -71,7 +71,10 @@ class DistributedStrategy {
   // fuse_grad_size_in_MB < 1, k_steps < 1, begin_step < 1, localsgd together
   // with gradient_merge, sparse_table_configs' table_class other than
   // memory / ssd, admit_probability outside (0, 1], negative counts,
-  // heter_configs.pipeline_depth < 1).
+  // heter_configs.pipeline_depth < 1); and Unimplemented naming an
+  // a_sync_configs field Flotilla's communicator does not apply (all but
+  // k_steps, max_merge_var_num, send_queue_size, independent_recv_thread)
+  // set to anything but its default.
   void Validate() const;
 
  private:

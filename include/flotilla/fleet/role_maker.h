@@ -10,6 +10,7 @@
 // immutable values after construction; copying them is cheap and safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -120,10 +121,24 @@ bool RoleInEnvironment();
 // FileStore in $TMPDIR (default /tmp) named after the MPI job
 // (OMPI_MCA_ess_base_jobid or PMIX_NAMESPACE) — which suits one host or a
 // shared file system.
+//
+// With `parameter_servers` (Paddle's layout for seed 003's MPI jobs, and
+// what the Python MPISymetricRoleMaker gives): one server and one worker per
+// node, so N must be even (InvalidArgument otherwise): even ranks are
+// servers (index rank/2), odd ranks workers (index rank/2), N/2 of each.
+// Each server holds a free port on POD_IP (default 127.0.0.1) until the
+// role maker is destroyed and publishes it through the ranks' store; the
+// constructor blocks until every server has (FLOTILLA_RENDEZVOUS_TIMEOUT
+// seconds, default 120, then Timeout).
 class MPISymetricRoleMaker : public RoleMaker {
  public:
-  MPISymetricRoleMaker();
+  explicit MPISymetricRoleMaker(bool parameter_servers = false);
   std::string name() const override { return "MPISymetricRoleMaker"; }
+
+ private:
+  class PortHold;
+  void UseParameterServerLayout();
+  std::shared_ptr<PortHold> port_;  // servers only
 };
 
 }  // namespace flotilla::fleet

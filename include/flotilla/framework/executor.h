@@ -66,6 +66,13 @@ class Executor {
   // debugging and tests: a feed shares the caller's tensor there.
   Scope* local_scope(const Program& program, const Scope* scope = nullptr) const;
 
+  // Frees the temporaries of `program` run in `scope` (default
+  // global_scope()): its local scope is replaced by an empty one and the
+  // program is prepared again at its next run (Paddle's
+  // ExecutionStrategy.num_iteration_per_drop_scope). Persistable variables
+  // are untouched; a program never run is left alone.
+  void DropLocalScope(const Program& program, Scope* scope = nullptr);
+
   void set_op_observer(OpObserver observer) { observer_ = std::move(observer); }
   const Place& place() const { return place_; }
 

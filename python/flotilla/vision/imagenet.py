@@ -10,8 +10,10 @@ import numpy as np
 
 from .. import _core
 
-_IMAGENET_MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
-_IMAGENET_STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+# The C++ reader's defaults (0.485f * 255, ..., computed in float32): the
+# same bits whether a reader is made from Python or from C++.
+_IMAGENET_MEAN = tuple(_core.vision.IMAGENET_MEAN)
+_IMAGENET_STD = tuple(_core.vision.IMAGENET_STD)
 
 
 class ImageNetReader:

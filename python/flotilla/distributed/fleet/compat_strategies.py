@@ -48,8 +48,10 @@ class CollectiveStrategy(BuildStrategy):
         s.a_sync = False
         s.nccl_comm_num = int(self.nccl_comm_num)
         s.fuse_all_reduce_ops = bool(self.fuse_all_reduce_ops)
-        s.fuse_grad_size_in_MB = int(self.fuse_memory_size if self.fuse_memory_size > 0 else
-                                     self.fuse_grad_size_in_MB)
+        if self.fuse_memory_size > 0 or self.fuse_grad_size_in_MB != self._defaults["fuse_grad_size_in_MB"]:
+            # Unset, FLAGS_fuse_parameter_memory_size may still size the buckets.
+            s.fuse_grad_size_in_MB = int(self.fuse_memory_size if self.fuse_memory_size > 0 else
+                                         self.fuse_grad_size_in_MB)
         s.use_hierarchical_allreduce = bool(self.use_hierarchical_allreduce)
         s.hierarchical_allreduce_inter_nranks = int(self.hierarchical_allreduce_inter_nranks)
         if "sync_batch_norm" in s.fields():

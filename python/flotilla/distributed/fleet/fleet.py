@@ -16,8 +16,9 @@ from ..._save_target import save_target
 from ...executor import Executor
 from ...framework import Program, Variable, global_scope
 from ...optimizer import Optimizer, _names
+from ...strategies import apply_execution_strategy
 from .base.role_maker import MPISymetricRoleMaker, PaddleCloudRoleMaker, RoleMakerBase
-from .paddle_flags import warn_unhonoured
+from .paddle_flags import honour_fuse_memory_size, warn_unhonoured
 from .strategy import DistributedStrategy
 
 _F = _core.fleet
@@ -40,9 +41,13 @@ class DistributedOptimizer:
     def minimize(self, loss: Variable, startup_program: Optional[Program] = None,
                  parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Optional[Sequence[Any]] = None):
         """Distributed ``minimize``; returns ``(optimize op types, [(param, grad)])``."""
-        self._core = _F.distributed_optimizer(self._optimizer._core, self.user_defined_strategy._core)
+        strategy = self.user_defined_strategy
+        strategy._check_applicable()
+        honour_fuse_memory_size(strategy)
+        self._core = _F.distributed_optimizer(self._optimizer._core, strategy._core)
         result = self._core.minimize(loss, startup_program, _names(parameter_list) or self._optimizer._parameters,
                                      set(_names(no_grad_set)))
+        apply_execution_strategy(loss.block.program, strategy._exec_fields())
         self._fleet._minimized = True
         return result
 

@@ -6,6 +6,8 @@ Paddle name.
     strategy.nccl_comm_num = 2
     strategy.localsgd = True
     strategy.localsgd_configs = {"k_steps": 4, "begin_step": 10}
+    strategy.local_sgd_steps = 4             # Paddle 1.x's names work too:
+    strategy.local_sgd_is_warm_steps = 9     # begin_step = warm-up steps + 1
     strategy.a_sync_configs = {"k_steps": 100}        # GEO
 
 Config groups read as dicts and assigning a dict updates the keys it names.
@@ -33,6 +35,8 @@ _UNSUPPORTED = {
     "cudnn_exhaustive_search": None, "cudnn_batchnorm_spatial_persistent": None,
 }
 _EXEC_FIELDS = ("num_threads", "num_iteration_per_drop_scope", "num_iteration_per_run")
+# Paddle 1.x's LocalSGD names, read and written through localsgd and localsgd_configs.
+_LOCALSGD_1X = ("use_local_sgd", "local_sgd_steps", "local_sgd_is_warm_steps")
 
 
 class DistributedStrategy:
@@ -52,6 +56,8 @@ class DistributedStrategy:
             return self._exec_strategy()
         if name in fields:
             return self._core._get(name)
+        if name in _LOCALSGD_1X:
+            return self._localsgd_1x(name)
         if name == "build_strategy":
             build = BuildStrategy()
             build.fuse_all_reduce_ops = self._core._get("fuse_all_reduce_ops")
@@ -65,10 +71,14 @@ class DistributedStrategy:
         raise AttributeError(f"DistributedStrategy has no field {name!r}; fields: {', '.join(sorted(fields))}")
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name == "fetch_frequency":
+            _refuse_fetch_frequency(value)
         if name in ("execution_strategy", "exec_strategy"):
             self._set_exec_strategy(value)
         elif name in self._fields:
             self._core._set(name, value)
+        elif name in _LOCALSGD_1X:
+            self._set_localsgd_1x(name, value)
         elif name == "build_strategy":
             self._set_build_strategy(value)
         elif name in _UNSUPPORTED:
@@ -84,12 +94,39 @@ class DistributedStrategy:
             raise AttributeError(f"DistributedStrategy has no field {name!r}; fields: "
                                  f"{', '.join(sorted(self._fields))}")
 
+    def _localsgd_1x(self, name: str) -> Any:
+        if name == "use_local_sgd":
+            return self._core._get("localsgd")
+        if name == "local_sgd_steps":
+            return self._core._get("localsgd_configs.k_steps")
+        return self._core._get("localsgd_configs.begin_step") - 1
+
+    def _set_localsgd_1x(self, name: str, value: Any) -> None:
+        # Paddle 1.x's warm-up steps run synchronously; LocalSGD begins after them.
+        if name == "use_local_sgd":
+            self._core._set("localsgd", value)
+        elif name == "local_sgd_steps":
+            self._core._set("localsgd_configs.k_steps", value)
+        else:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"DistributedStrategy.local_sgd_is_warm_steps must be an int >= 0, got {value!r}")
+            self._core._set("localsgd_configs.begin_step", value + 1)
+
     def _exec_strategy(self) -> ExecutionStrategy:
-        current = self._core._get("exec_strategy")
         out = ExecutionStrategy()
-        for field in _EXEC_FIELDS:
-            setattr(out, field, current[field])
+        for field, value in self._exec_fields().items():
+            setattr(out, field, value)
         return out
+
+    def _exec_fields(self) -> Dict[str, int]:
+        """The exec_strategy fields that were given a value."""
+        return {f: self._core._get(f"exec_strategy.{f}") for f in _EXEC_FIELDS
+                if self._core._has(f"exec_strategy.{f}")}
+
+    def _check_applicable(self) -> None:
+        """Refuses what the C++ core keeps but Flotilla's Python side does not
+        apply (a strategy loaded from a prototxt reaches here unchecked)."""
+        _refuse_fetch_frequency(self._core._get("fetch_frequency"))
 
     def _set_exec_strategy(self, value: Any) -> None:
         if isinstance(value, dict):
@@ -100,7 +137,7 @@ class DistributedStrategy:
         if value.use_thread_barrier:
             raise NotImplementedError("ExecutionStrategy.use_thread_barrier=True is not in Flotilla "
                                       "(its executor runs ops on one thread)")
-        self._core._set("exec_strategy", {f: int(getattr(value, f)) for f in _EXEC_FIELDS})
+        self._core._set("exec_strategy", {f: int(v) for f, v in value._changed().items() if f in _EXEC_FIELDS})
 
     def _set_build_strategy(self, value: Any) -> None:
         if not isinstance(value, BuildStrategy):
@@ -139,6 +176,14 @@ class DistributedStrategy:
 
     def __repr__(self) -> str:
         return "DistributedStrategy {\n" + self._core.to_text() + "}"
+
+
+def _refuse_fetch_frequency(value: Any) -> None:
+    if value != 1:
+        raise NotImplementedError(
+            f"DistributedStrategy.fetch_frequency={value!r}: Flotilla's executor fetches what each "
+            "exe.run asks for; fetch every N steps in the training loop instead (exe.run without "
+            "fetch_list copies nothing out)")
 
 
 def _nearest(name: str) -> str:

@@ -139,13 +139,17 @@ class UserDefinedCollectiveRoleMaker(UserDefinedRoleMaker):
 
 
 class MPISymetricRoleMaker(RoleMakerBase):
-    """Under ``mpirun -np N``: Paddle's symmetric layout — each node runs one
-    server and one worker: even ranks are parameter servers, odd ranks
-    workers. The servers publish their endpoints through the job's store."""
+    """Under ``mpirun -np 2N``: Paddle's symmetric layout — each node runs one
+    parameter server and one worker: even ranks are servers, odd ranks
+    workers (index rank // 2 in each), read from OMPI_COMM_WORLD_RANK and
+    OMPI_COMM_WORLD_SIZE. Each server holds a free port on ``POD_IP``
+    (default 127.0.0.1) and publishes it through the ranks' store
+    (FLOTILLA_STORE, PADDLE_MASTER, else a file store in $TMPDIR named after
+    the MPI job); the constructor waits until every server has."""
 
     def __init__(self) -> None:
         self._is_collective = False
-        self._core = _F.MPISymetricRoleMaker()
+        self._core = _F.MPISymetricRoleMaker(parameter_servers=True)
 
 
 __all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedRoleMaker",
