@@ -139,7 +139,11 @@ bool WaitForFiles(const std::string& dir, const std::string& prefix, size_t n,
   while (Clock::now() < deadline) {
     size_t count = 0;
     if (DIR* d = opendir(dir.c_str())) {
-      while (dirent* e = readdir(d)) count += std::string(e->d_name).rfind(prefix, 0) == 0;
+      while (dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        const bool written = !name.ends_with(".tmp");  // the probe renames when done
+        count += name.rfind(prefix, 0) == 0 && written;
+      }
       closedir(d);
     }
     if (count >= n) return true;

@@ -63,7 +63,8 @@ class Child {
 bool Alive(pid_t pid);
 // Pids the probes wrote (`dir`/pid.*).
 std::set<pid_t> ProbePids(const std::string& dir);
-// Waits until `n` files `dir`/prefix* exist; false on timeout.
+// Waits until `n` files `dir`/prefix* exist (not counting the probe's
+// half-written *.tmp files); false on timeout.
 bool WaitForFiles(const std::string& dir, const std::string& prefix, size_t n,
                   std::chrono::milliseconds timeout);
 // Waits until none of `pids` is alive; false on timeout.
