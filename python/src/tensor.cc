@@ -136,7 +136,10 @@ py::array ToNumpy(const Tensor& tensor) {
 }
 
 py::array AdoptAsNumpy(Tensor tensor) {
-  if (tensor.nbytes() == 0) return ToNumpy(tensor);
+  // Small fetches (a loss, a metric) are copied: cheaper than a capsule
+  // owning a heap Tensor, which pays off only for large ones.
+  constexpr size_t kCopyBelow = 4096;
+  if (tensor.nbytes() < kCopyBelow) return ToNumpy(tensor);
   auto* held = new Tensor(std::move(tensor));
   py::capsule owner(held, [](void* p) { delete static_cast<Tensor*>(p); });
   std::vector<py::ssize_t> shape(held->dims().begin(), held->dims().end());
