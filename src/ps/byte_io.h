@@ -68,6 +68,7 @@ class ByteReader {
     return GetCount(sizeof(T));
   }
   bool done() const { return pos_ == in_.size(); }
+  size_t left() const { return in_.size() - pos_; }
   const std::string& what() const { return what_; }
 
  private:

@@ -161,14 +161,20 @@ std::vector<DenseTable::SavedBlock> DenseTable::ParseImage(std::string_view imag
                  " elements, expected '", name(), "' of ", numel());
   FLOTILLA_CHECK(stored_rule == rule().name(), Corruption, what, ": table '", name(),
                  "' was saved with rule '", stored_rule, "', this server uses '", rule().name(), "'");
-  std::vector<SavedBlock> blocks(r.Get<uint32_t>());
+  // Each block starts with id, offset, length and state size: a count that
+  // cannot fit in the bytes left is refused before anything is sized by it.
+  constexpr size_t kBlockHeaderBytes = 4 + 3 * 8;
+  const uint32_t count = r.Get<uint32_t>();
+  FLOTILLA_CHECK(count <= r.left() / kBlockHeaderBytes, Corruption, what, ": table '", name(),
+                 "' claims ", count, " blocks, more than the ", r.left(), " bytes left can hold");
+  std::vector<SavedBlock> blocks(count);
   for (SavedBlock& b : blocks) {
     b.id = r.Get<int32_t>();
     b.offset = r.Get<int64_t>();
     b.length = r.Get<int64_t>();
     const int64_t state = r.Get<int64_t>();
-    FLOTILLA_CHECK(b.offset >= 0 && b.length >= 0 && b.offset + b.length <= numel() &&
-                       state == rule().StateSize(b.length),
+    FLOTILLA_CHECK(b.offset >= 0 && b.offset <= numel() && b.length >= 0 &&
+                       b.length <= numel() - b.offset && state == rule().StateSize(b.length),
                    Corruption, what, ": block ", b.id, " of '", name(), "' is malformed");
     b.value.resize(b.length);
     b.state.resize(state);

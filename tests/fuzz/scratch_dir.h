@@ -14,16 +14,19 @@
 namespace flotilla::fuzz {
 
 inline const std::string& ScratchDir() {
-  static const std::string dir = [] {
+  // On the heap and never freed: the exit handler below runs after every
+  // static object registered before it is destroyed.
+  static const std::string* dir = [] {
     namespace fs = std::filesystem;
     const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     std::string pattern = (base / "flotilla_fuzz_XXXXXX").string();
     FLOTILLA_CHECK(::mkdtemp(pattern.data()) != nullptr, Unavailable,
                    "cannot make a scratch directory under ", base.string());
-    std::atexit([] { RemoveAll(ScratchDir()); });
-    return pattern;
+    return new std::string(pattern);
   }();
-  return dir;
+  static const bool removed_at_exit = std::atexit([] { RemoveAll(*dir); }) == 0;
+  (void)removed_at_exit;
+  return *dir;
 }
 
 }  // namespace flotilla::fuzz
