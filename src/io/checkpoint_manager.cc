@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_dir.h"
@@ -32,14 +33,26 @@ std::string EncodeState(const TrainingState& s) {
   return j.dump(1) + "\n";
 }
 
+// An integer field of STATE.json (a float such as 1e35 would not convert).
+template <typename T>
+T IntegerField(const nlohmann::json& j, const char* name, const std::string& path) {
+  const nlohmann::json& v = j.at(name);
+  const bool fits = v.is_number_unsigned()
+                        ? std::is_unsigned_v<T> || v.get<uint64_t>() <= INT64_MAX
+                        : std::is_signed_v<T> && v.is_number_integer();
+  FLOTILLA_CHECK(fits, Corruption, "training state '", path, "' is damaged: '", name, "' is ",
+                 v.dump(), ", expected ", std::is_signed_v<T> ? "an int64" : "a uint64");
+  return v.get<T>();
+}
+
 TrainingState DecodeState(const std::string& text, const std::string& path) {
   TrainingState s;
   try {
     auto j = nlohmann::json::parse(text);
-    s.step = j.at("step").get<int64_t>();
-    s.rng_seed = j.at("rng_seed").get<uint64_t>();
-    s.reader.pass = j.at("reader").at("pass").get<int64_t>();
-    s.reader.batches = j.at("reader").at("batches").get<int64_t>();
+    s.step = IntegerField<int64_t>(j, "step", path);
+    s.rng_seed = IntegerField<uint64_t>(j, "rng_seed", path);
+    s.reader.pass = IntegerField<int64_t>(j.at("reader"), "pass", path);
+    s.reader.batches = IntegerField<int64_t>(j.at("reader"), "batches", path);
     s.extra = j.value("extra", std::string());
   } catch (const nlohmann::json::exception& e) {
     FLOTILLA_THROW(Corruption, "training state '", path, "' is damaged: ", e.what());

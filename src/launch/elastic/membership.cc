@@ -1,6 +1,7 @@
 #include "launch/elastic/membership.h"
 
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "flotilla/common/enforce.h"
@@ -103,12 +104,13 @@ NodeRange ParseNp(const std::string& np) {
   std::vector<std::string> parts = Split(np, ':', /*skip_empty=*/false);
   FLOTILLA_ENFORCE(parts.size() == 1 || parts.size() == 2, "--np '", np,
                    "' must be N or MIN:MAX (numbers of nodes)");
-  NodeRange r;
-  r.min = static_cast<int>(ParseInt(Trim(parts[0]), "--np"));
-  r.max = parts.size() == 2 ? static_cast<int>(ParseInt(Trim(parts[1]), "--np")) : r.min;
-  FLOTILLA_ENFORCE(r.min >= 1 && r.max >= r.min, "--np '", np,
-                   "' needs 1 <= MIN <= MAX (got MIN ", r.min, ", MAX ", r.max, ")");
-  return r;
+  // Checked as read, before narrowing: a huge number must not wrap to a small one.
+  const int64_t min = ParseInt(Trim(parts[0]), "--np");
+  const int64_t max = parts.size() == 2 ? ParseInt(Trim(parts[1]), "--np") : min;
+  constexpr int64_t kMost = std::numeric_limits<int>::max();
+  FLOTILLA_ENFORCE(min >= 1 && max >= min && max <= kMost, "--np '", np,
+                   "' needs 1 <= MIN <= MAX <= ", kMost, " (got MIN ", min, ", MAX ", max, ")");
+  return NodeRange{static_cast<int>(min), static_cast<int>(max)};
 }
 
 }  // namespace flotilla::launch
