@@ -2,11 +2,34 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <unordered_map>
 
 #include "flotilla/common/enforce.h"
 
 namespace flotilla {
+namespace {
+
+// out[j] += in[j] for one row of `width` elements. Values may come from
+// outside (a tensor file, a sparse push), so integer sums are checked: one
+// that overflows throws InvalidArgument naming `what`, the row and the
+// operands; floating-point sums follow IEEE (inf), as everywhere else.
+template <typename T>
+void AddRow(T* out, const T* in, int64_t width, const char* what, int64_t row) {
+  if constexpr (std::is_integral_v<T>) {
+    for (int64_t j = 0; j < width; ++j) {
+      T sum;
+      FLOTILLA_ENFORCE(!__builtin_add_overflow(out[j], in[j], &sum), what, ": summing the ",
+                       DTypeName(DTypeOf<T>()), " values of row ", row, " overflows: ", out[j],
+                       " + ", in[j]);
+      out[j] = sum;
+    }
+  } else {
+    for (int64_t j = 0; j < width; ++j) out[j] += in[j];
+  }
+}
+
+}  // namespace
 
 int64_t SelectedRows::row_width() const {
   if (value_.rank() == 0 || value_.dims()[0] == 0) return Product(value_.dims(), 1, value_.rank());
@@ -29,8 +52,8 @@ SelectedRows SelectedRows::MergeRows() const {
     T* dst = merged.data<T>();
     for (size_t i = 0; i < rows_.size(); ++i) {
       T* out = dst + index[rows_[i]] * width;
-      const T* in = src + static_cast<int64_t>(i) * width;
-      for (int64_t j = 0; j < width; ++j) out[j] += in[j];
+      AddRow(out, src + static_cast<int64_t>(i) * width, width, "SelectedRows::MergeRows",
+             rows_[i]);
     }
   });
   return SelectedRows(std::move(unique), std::move(merged), height_);
@@ -49,8 +72,8 @@ Tensor SelectedRows::ToDense() const {
     for (size_t i = 0; i < rows_.size(); ++i) {
       FLOTILLA_ENFORCE(rows_[i] >= 0 && rows_[i] < height_, "SelectedRows row ", rows_[i],
                        " out of range [0, ", height_, ")");
-      T* out = dst + rows_[i] * width;
-      for (int64_t j = 0; j < width; ++j) out[j] += src[i * width + j];
+      AddRow(dst + rows_[i] * width, src + static_cast<int64_t>(i) * width, width,
+             "SelectedRows::ToDense", rows_[i]);
     }
   });
   return dense;

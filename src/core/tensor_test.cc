@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+
 #include "flotilla/core/selected_rows.h"
 #include "flotilla/core/tensor.h"
 
@@ -73,6 +76,30 @@ TEST(SelectedRows, MergeAndDense) {
   EXPECT_EQ(dense.dims(), (Dims{6, 2}));
   EXPECT_EQ(dense.data<float>()[8], 4.0f);
   EXPECT_EQ(dense.data<float>()[0], 0.0f);
+}
+
+// Integer values may come from a tensor file or a sparse push: duplicate rows
+// whose sum overflows are refused, naming the row, instead of wrapping.
+TEST(SelectedRows, IntegerSumsThatOverflowAreRefused) {
+  const int64_t big = std::numeric_limits<int64_t>::max() - 1;
+  SelectedRows sr({3, 1, 3}, Tensor::FromVector<int64_t>({big, 5, 2}, {3, 1}), 4);
+  for (auto sum : {+[](const SelectedRows& s) { s.ToDense(); },
+                   +[](const SelectedRows& s) { s.MergeRows(); }}) {
+    try {
+      sum(sr);
+      ADD_FAILURE() << "an int64 sum past INT64_MAX was not refused";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("int64 values of row 3 overflows"), std::string::npos)
+          << e.what();
+    }
+  }
+  SelectedRows narrow({0, 0}, Tensor::FromVector<int32_t>({-2147483647, -2}, {2, 1}), 1);
+  EXPECT_THROW(narrow.ToDense(), InvalidArgument);
+  EXPECT_THROW(narrow.MergeRows(), InvalidArgument);
+
+  SelectedRows fits({2, 2}, Tensor::FromVector<int64_t>({big, -big - 1}, {2, 1}), 3);
+  EXPECT_EQ(fits.ToDense().ToVector<int64_t>(), (std::vector<int64_t>{0, 0, -1}));
+  EXPECT_EQ(fits.MergeRows().value().ToVector<int64_t>(), (std::vector<int64_t>{-1}));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // SelectedRows: a sparse slice of a [height, width...] tensor — the rows
 // listed in rows() with their values in value() ([rows.size(), width...]).
 // Sparse embedding gradients and sparse table pushes travel in this form.
-// Rows may repeat (gradients of a repeated id); MergeRows() sums duplicates.
+// Rows may repeat; MergeRows and ToDense sum them (InvalidArgument on int overflow).
 #pragma once
 
 #include <cstdint>
