@@ -68,7 +68,7 @@ class ElasticJob {
                                  tmp_ / ("log." + host + "." + n), "--grace_period", "1",
                                  "--elastic_server", "etcd://" + etcd_.endpoint(), "--job_id", job_,
                                  "--np", np_, "--host", host,
-                                 launch_test::BuildDir() + "/bin/train_with_fleet", "--steps",
+                                 launch_test::Bin("train_with_fleet"), "--steps",
                                  std::to_string(steps_), "--hidden", "64", "--batch_size", "256",
                                  "--lr", "0.05", "--labels", "sum", "--fetch_frequency", "1",
                                  "--checkpoint_dir", checkpoint_dir(), "--checkpoint_every", "10"},

@@ -28,7 +28,7 @@ nlohmann::json LastJsonLine(const std::string& text) {
   return nlohmann::json();
 }
 
-std::string Example() { return BuildDir() + "/bin/train_with_fleet"; }
+std::string Example() { return Bin("train_with_fleet"); }
 
 const std::vector<std::string> kTrainArgs = {"--steps", "20", "--hidden", "64", "--warmup", "2",
                                              "--seed", "7", "--labels", "sum"};

@@ -19,20 +19,7 @@ using launch_test::TempDir;
 
 constexpr auto kTimeout = std::chrono::seconds(120);
 
-std::string TrainBin() { return launch_test::BuildDir() + "/bin/train_with_fleet"; }
-
-// The last line of `out` that is a JSON object.
-nlohmann::json LastJson(const std::string& out) {
-  nlohmann::json last;
-  size_t pos = 0;
-  while (pos < out.size()) {
-    size_t end = out.find('\n', pos);
-    std::string line = out.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    if (!line.empty() && line[0] == '{') last = nlohmann::json::parse(line, nullptr, false);
-    pos = end == std::string::npos ? out.size() : end + 1;
-  }
-  return last;
-}
+std::string TrainBin() { return launch_test::Bin("train_with_fleet"); }
 
 std::string FindOnPath(const std::string& name) {
   std::string path = getenv("PATH") ? getenv("PATH") : "";
@@ -53,8 +40,8 @@ TEST(FleetProcesses, TrainsUnderFlotillaLaunch) {
              TrainBin(), "--steps", "8", "--hidden", "64", "--model_dir", tmp / "model"},
             tmp.path());
   ASSERT_EQ(job.WaitCode(kTimeout), 0) << job.Stdout() << job.Stderr();
-  nlohmann::json result = LastJson(job.Stdout());
-  ASSERT_TRUE(result.is_object()) << job.Stdout();
+  nlohmann::json result = launch_test::LastJsonLine(job.Stdout());
+  ASSERT_FALSE(result.empty()) << job.Stdout();
   EXPECT_EQ(result["ranks"], 2);
   EXPECT_GT(result["samples_per_sec"].get<double>(), 0.0);
   EXPECT_TRUE(std::isfinite(result["loss"].get<double>()));
@@ -72,8 +59,8 @@ TEST(FleetProcesses, TrainsUnderMpirunWithMPISymetricRoleMaker) {
   argv.insert(argv.end(), rest.begin(), rest.end());
   Child job(argv, tmp.path());
   ASSERT_EQ(job.WaitCode(kTimeout), 0) << job.Stdout() << job.Stderr();
-  nlohmann::json result = LastJson(job.Stdout());
-  ASSERT_TRUE(result.is_object()) << job.Stdout();
+  nlohmann::json result = launch_test::LastJsonLine(job.Stdout());
+  ASSERT_FALSE(result.empty()) << job.Stdout();
   EXPECT_EQ(result["ranks"], 2);
 }
 

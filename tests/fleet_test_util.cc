@@ -1,11 +1,11 @@
 #include "fleet_test_util.h"
 
+#include "comm/testing/run_ranks.h"
 #include "flotilla/api/regularizer.h"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <thread>
 
 namespace flotilla::fleet::testing {
 
@@ -81,28 +81,16 @@ float MaxAbsDiff(const Params& a, const Params& b) {
 void RunRanks(int n, const std::function<void(int, Fleet&)>& fn,
               const std::function<std::string(int)>& host_of) {
   auto store = std::make_shared<comm::HashStore>();
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        Fleet fleet;
-        UserDefinedRoleMaker role(r, Role::kWorker, n);
-        if (host_of) role.set_host_id(host_of(r));
-        FleetOptions opts;
-        opts.timeout = std::chrono::seconds(60);
-        fleet.init(role, store, opts);
-        fn(r, fleet);
-        fleet.barrier_worker();  // nobody tears its group down under a peer
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  comm::testing::RunRanks(n, [&](int r) {
+    Fleet fleet;
+    UserDefinedRoleMaker role(r, Role::kWorker, n);
+    if (host_of) role.set_host_id(host_of(r));
+    FleetOptions opts;
+    opts.timeout = std::chrono::seconds(60);
+    fleet.init(role, store, opts);
+    fn(r, fleet);
+    fleet.barrier_worker();  // nobody tears its group down under a peer
+  });
 }
 
 }  // namespace flotilla::fleet::testing

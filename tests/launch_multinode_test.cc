@@ -126,7 +126,7 @@ TEST_F(TwoHosts, FailureOnOneNodeStopsTheOther) {
 // 4 ranks on two hosts — the role maker reads the contract, the process group
 // meets in PADDLE_MASTER and gloo listens on FLOTILLA_GLOO_HOSTNAME.
 TEST_F(TwoHosts, FleetTrainingAcrossHosts) {
-  const std::string example = BuildDir() + "/bin/train_with_fleet";
+  const std::string example = Bin("train_with_fleet");
   if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
   TempDir da, db;
   auto args = [&](const TempDir& d) {
@@ -146,7 +146,7 @@ TEST_F(TwoHosts, FleetTrainingAcrossHosts) {
 // and gradients cross the link. The AUC matches the plain PS job's (within
 // 0.005) run the same way across the hosts.
 TEST_F(TwoHosts, HeterWorkersOnTheOtherHost) {
-  const std::string example = BuildDir() + "/bin/wide_and_deep";
+  const std::string example = Bin("wide_and_deep");
   if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
   auto run = [&](bool heter) {
     TempDir da, db;
@@ -183,7 +183,7 @@ TEST_F(TwoHosts, HeterWorkersOnTheOtherHost) {
 // ImageNet-layout set (the digits JPEGs, made by scripts/make_digits_imagenet.sh)
 // across the two hosts, 4 ranks, ending with a validation over every rank.
 TEST_F(TwoHosts, ResNet50AcrossHosts) {
-  const std::string example = BuildDir() + "/bin/train_with_fleet";
+  const std::string example = Bin("train_with_fleet");
   if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
   TempDir da, db, data;
   const std::string digits = data / "digits";
@@ -299,7 +299,7 @@ TEST_F(TwoHosts, ParameterServerJobAcrossHosts) {
 // with a server and two workers on each host, gradients and parameters
 // crossing the veth link; every worker converges and everything exits 0.
 TEST_F(TwoHosts, ParameterServerTrainingAcrossHosts) {
-  const std::string example = BuildDir() + "/bin/dist_fit_a_line";
+  const std::string example = Bin("dist_fit_a_line");
   if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
   TempDir da, db;
   auto args = [&](const TempDir& d) {

@@ -25,8 +25,6 @@ using std::chrono::seconds;
 // have; these tests need the launcher to make its own.
 const std::string kNoSecret = "FLOTILLA_JOB_SECRET=";
 
-std::string Bin(const std::string& name) { return BuildDir() + "/bin/" + name; }
-
 // Connects to the store at `address` with `token`; "" when accepted, else the error.
 std::string TryStore(const std::string& address, const std::string& token) {
   comm::TCPStoreOptions o;

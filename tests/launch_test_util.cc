@@ -25,8 +25,9 @@ std::string BuildDir() {
   const char* dir = std::getenv("FLOTILLA_BUILD_DIR");
   return dir ? dir : "build";
 }
-std::string FlotillaBin() { return BuildDir() + "/bin/flotilla"; }
-std::string ProbeBin() { return BuildDir() + "/bin/launch_probe"; }
+std::string Bin(const std::string& name) { return BuildDir() + "/bin/" + name; }
+std::string FlotillaBin() { return Bin("flotilla"); }
+std::string ProbeBin() { return Bin("launch_probe"); }
 
 TempDir::TempDir() {
   char tmpl[] = "/tmp/flotilla_launch_test.XXXXXX";

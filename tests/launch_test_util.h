@@ -17,6 +17,8 @@
 namespace flotilla::launch_test {
 
 std::string BuildDir();
+// The program `name` under build/bin.
+std::string Bin(const std::string& name);
 std::string FlotillaBin();
 std::string ProbeBin();
 

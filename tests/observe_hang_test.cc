@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kStallTimeout = 3s;
 
-std::string HangWorker() { return BuildDir() + "/bin/hang_worker"; }
+std::string HangWorker() { return Bin("hang_worker"); }
 
 // Polls until read() contains `text`; the time it was first seen.
 template <typename Read>
@@ -162,7 +162,7 @@ pid_t PidOf(const TempDir& dir, const std::string& label) {
 TEST(ObserveHang, AStoppedParameterServerIsNamedWithItsBlockedTrainers) {
   TempDir dir;
   Child job(Job(dir, {"--server_num", "2", "--worker_num", "2"},
-                {BuildDir() + "/bin/wide_and_deep", "--train_samples", "400000", "--hidden_size",
+                {Bin("wide_and_deep"), "--train_samples", "400000", "--hidden_size",
                  "32", "--log_every", "20"}),
             dir.path());
   ASSERT_TRUE(WaitForText(dir / "log/workerlog.1", "step 40", 120s)) << job.Stderr();

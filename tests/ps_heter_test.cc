@@ -12,11 +12,10 @@
 namespace flotilla {
 namespace {
 
+using launch_test::Bin;
 using launch_test::Child;
 using launch_test::TempDir;
 using namespace std::chrono_literals;
-
-std::string Bin(const std::string& name) { return launch_test::BuildDir() + "/bin/" + name; }
 
 // The model every run shares (async mode: heterogeneous jobs run async).
 std::vector<std::string> WideAndDeep(const std::string& train_samples = "40000",

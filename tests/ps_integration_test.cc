@@ -15,32 +15,19 @@
 namespace flotilla {
 namespace {
 
+using launch_test::Bin;
 using launch_test::Child;
 using launch_test::TempDir;
 using namespace std::chrono_literals;
 
-std::string Bin(const std::string& name) { return launch_test::BuildDir() + "/bin/" + name; }
 std::string Worker() { return launch_test::BuildDir() + "/tests/ps_integration_worker"; }
 
-// The last line that is a JSON object (log lines of stderr may follow it
-// in a merged log).
+// The last JSON object line of `out` (log lines may follow it in a merged
+// log); a test failure when there is none.
 nlohmann::json LastJson(const std::string& out) {
-  size_t end = out.size();
-  while (end > 0) {
-    size_t begin = out.rfind('\n', end - 1);
-    size_t from = begin == std::string::npos ? 0 : begin + 1;
-    std::string line = out.substr(from, end - from);
-    if (!line.empty() && line[0] == '{') {
-      try {
-        return nlohmann::json::parse(line);
-      } catch (...) {
-      }
-    }
-    if (begin == std::string::npos) break;
-    end = begin;
-  }
-  ADD_FAILURE() << "no JSON line in:\n" << out;
-  return nlohmann::json::object();
+  nlohmann::json last = launch_test::LastJsonLine(out);
+  if (last.empty()) ADD_FAILURE() << "no JSON line in:\n" << out;
+  return last;
 }
 
 // Runs `argv` to completion (deadline `timeout`), expecting exit 0; its last line.

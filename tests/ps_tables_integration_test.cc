@@ -19,11 +19,10 @@
 namespace flotilla {
 namespace {
 
+using launch_test::Bin;
 using launch_test::Child;
 using launch_test::TempDir;
 using namespace std::chrono_literals;
-
-std::string Bin(const std::string& name) { return launch_test::BuildDir() + "/bin/" + name; }
 
 // The servers' model directory: save and load requests stay inside it.
 std::vector<std::string> ModelDir(const TempDir& run) { return {"FLOTILLA_PS_MODEL_DIR=" + run.path()}; }

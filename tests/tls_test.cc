@@ -26,11 +26,10 @@
 namespace flotilla {
 namespace {
 
+using launch_test::Bin;
 using launch_test::Child;
 using launch_test::TempDir;
 using namespace std::chrono_literals;
-
-std::string Bin(const std::string& name) { return launch_test::BuildDir() + "/bin/" + name; }
 
 // Runs openssl with `args` in `dir`; fails the test when it fails.
 void OpenSsl(const TempDir& dir, std::vector<std::string> args) {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "comm/testing/run_ranks.h"
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/comm/process_group.h"
 #include "flotilla/common/error.h"
@@ -16,25 +17,7 @@ namespace flotilla::comm {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Runs fn(rank) on `n` threads and rethrows the first failure.
-void RunRanks(int n, const std::function<void(int)>& fn) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(n);
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
+using testing::RunRanks;
 
 // Builds one group per rank thread; host ids by rank when given.
 std::vector<std::unique_ptr<ProcessGroup>> MakeGroups(int n, const std::string& backend,

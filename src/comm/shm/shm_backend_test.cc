@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "comm/testing/run_ranks.h"
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/common/error.h"
 
@@ -17,24 +18,7 @@ namespace flotilla::comm::shm {
 namespace {
 
 using namespace std::chrono_literals;
-
-void RunRanks(int n, const std::function<void(int)>& fn) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(n);
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
+using testing::RunRanks;
 
 std::vector<std::unique_ptr<ShmBackend>> MakeBackends(int n, ShmOptions o = {}) {
   auto store = std::make_shared<HashStore>();
