@@ -1,6 +1,8 @@
 // Processes of the system benches (bench_ps_train, bench_ps_ssd): start a
 // program with its output in files, wait for it with a deadline, read its
-// last JSON line. Header-only; each bench is one translation unit.
+// last JSON line. The processes a bench starts by hand are one job: they
+// share the job secret of the bench's environment, or one the bench makes
+// (as `flotilla launch` does). Header-only; each bench is one translation unit.
 #pragma once
 
 #include <signal.h>
@@ -17,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "flotilla/common/job_secret.h"
+
 namespace flotilla::bench {
 
 struct Proc {
@@ -24,9 +28,19 @@ struct Proc {
   std::string out;  // stdout file; stderr goes to out + ".err"
 };
 
-// Starts argv[0] (PATH searched) with `env` ("NAME=value") added.
+// Gives this process (and so every process it starts) a job secret in
+// FLOTILLA_JOB_SECRET unless its environment names one or asks for an
+// insecure job.
+inline void EnsureJobSecret() {
+  if (JobSecretFromEnv() || InsecureRequested()) return;
+  setenv(kJobSecretEnv, GenerateJobSecret().c_str(), 1);
+}
+
+// Starts argv[0] (PATH searched) with `env` ("NAME=value") added, holding
+// the bench's job secret.
 inline Proc Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                   const std::string& out) {
+  EnsureJobSecret();
   Proc p{fork(), out};
   if (p.pid == 0) {
     for (const auto& e : env) putenv(strdup(e.c_str()));
