@@ -200,6 +200,15 @@ struct ServerView {
   std::set<std::string> calls;
 };
 
+// Labels of the trainers the launcher saw stopped (SIGSTOP, a debugger).
+std::vector<std::string> StoppedTrainers(const DoctorInput& in) {
+  std::vector<std::string> labels;
+  for (const auto& [label, s] : in.status) {
+    if (s.state == "stopped" && s.role == "trainer") labels.push_back(label);
+  }
+  return labels;
+}
+
 void DiagnosePs(const DoctorInput& in, Diagnosis& out) {
   std::map<int, ServerView> servers;
   for (const ProcessDump& d : in.dumps) {
@@ -219,16 +228,20 @@ void DiagnosePs(const DoctorInput& in, Diagnosis& out) {
       s.calls.insert(r.table.empty() ? r.kind : StrCat(r.kind, " table ", r.table));
     }
   }
+  const std::vector<std::string> stopped = StoppedTrainers(in);
   for (const auto& [server, s] : servers) {
     if (!s.failed && s.pending_ns < 1000000000) continue;  // calls in flight, not stuck
     const std::string label = StrCat("server ", server);
     const bool dumped = std::any_of(in.dumps.begin(), in.dumps.end(),
                                     [&](const ProcessDump& d) { return d.label == label; });
     const char* verb = dumped ? "has not answered since " : "unreachable since ";
+    // A live server holding a barrier or a sync step for a stopped trainer.
+    const std::string cause =
+        dumped && !stopped.empty() ? StrCat(", waiting on the stopped ", Join(stopped, ", ")) : "";
     out.findings.insert(out.findings.begin(),
                         StrCat("pserver ", server, " (", s.endpoint, ") ", verb,
                                TimeOfDay(s.pending_ns > 0 ? s.since_wall : s.first_failure_wall),
-                               StatusNote(in, label), "; ",
+                               cause, StatusNote(in, label), "; ",
                                Who("trainer", {s.trainers.begin(), s.trainers.end()}),
                                " blocked in ", Join({s.calls.begin(), s.calls.end()}, ", ")));
   }

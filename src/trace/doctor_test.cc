@@ -103,7 +103,7 @@ TEST_F(DoctorTest, AStoppedTrainerIsNamedFirst) {
                         {"endpoint", "127.0.0.1:6170"}, {"server", 0}, {"trainer", 0},
                         {"enqueue_ns", 90 * kSec}, {"start_ns", 90 * kSec}};
   Dump("rank0", "trainer", 0, {rpc}, "ps_barrier", 12);
-  Dump("server0", "server", 0, {}, "listen_and_serv", 1);
+  Dump("server 0", "server", 0, {}, "listen_and_serv", 1);
   nlohmann::json status = {{"processes",
                             {{{"label", "rank 1"}, {"role", "trainer"}, {"id", 1}, {"pid", 43},
                               {"endpoint", "127.0.0.1:6171"}, {"state", "stopped"},
@@ -114,6 +114,14 @@ TEST_F(DoctorTest, AStoppedTrainerIsNamedFirst) {
   EXPECT_EQ(d.findings[0], "rank 1 (pid 43, 127.0.0.1:6171) is stopped (stopped by a signal "
                            "(SIGSTOP)): it cannot run or answer, and whoever waits on it waits "
                            "forever");
+  // The server that holds the barrier is alive: the finding on it names the
+  // stopped trainer it waits on.
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[1].find("pserver 0 (127.0.0.1:6170) has not answered since "), 0u)
+      << d.findings[1];
+  EXPECT_NE(d.findings[1].find(", waiting on the stopped rank 1; trainer 0 blocked in Barrier"),
+            std::string::npos)
+      << d.findings[1];
 }
 
 TEST_F(DoctorTest, DamagedDumpsBecomeNotesAndNothingFoundIsSaid) {
