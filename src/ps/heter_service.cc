@@ -15,6 +15,7 @@
 #include "flotilla/trace/standard_metrics.h"
 #include "ps/credentials.h"
 #include "ps/heter.grpc.pb.h"
+#include "ps/rpc_status.h"
 #include "ps/service.h"
 
 namespace flotilla::ps {
@@ -43,29 +44,6 @@ NamedTensors FromProto(const rpc::HeterBatch& in, const std::string& who) {
     out.emplace_back(p.name(), std::move(t));
   }
   return out;
-}
-
-[[noreturn]] void ThrowStatus(const grpc::Status& s, const std::string& who, const char* method) {
-  const std::string& msg = s.error_message();
-  switch (s.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-      FLOTILLA_THROW(Unavailable, who, " is unreachable (", method, "): ", msg);
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      FLOTILLA_THROW(DeadlineExceeded, who, " did not complete ", method, " in time: ", msg);
-    case grpc::StatusCode::PERMISSION_DENIED:
-      FLOTILLA_THROW(InvalidArgument, who, " refused ", method, ": ", msg);
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      FLOTILLA_THROW(InvalidArgument, who, " rejected ", method, ": ", msg);
-    case grpc::StatusCode::NOT_FOUND:
-      FLOTILLA_THROW(NotFound, who, " rejected ", method, ": ", msg);
-    case grpc::StatusCode::UNIMPLEMENTED:
-      FLOTILLA_THROW(Unimplemented, who, " does not implement ", method, ": ", msg);
-    case grpc::StatusCode::ABORTED:
-      FLOTILLA_THROW(Unavailable, who, " aborted ", method, ": ", msg);
-    default:
-      FLOTILLA_THROW(Internal, who, " failed ", method, " (gRPC code ",
-                     static_cast<int>(s.error_code()), "): ", msg);
-  }
 }
 
 }  // namespace
@@ -235,7 +213,7 @@ std::future<NamedTensors> HeterClient::Run(int64_t batch_id, const NamedTensors&
     rpc::HeterBatch resp;
     auto ctx = impl_->Context();
     grpc::Status s = impl_->stub->RunBatch(ctx.get(), *req, &resp);
-    if (!s.ok()) ThrowStatus(s, who, "RunBatch");
+    if (!s.ok()) ThrowRpcStatus(s, who, "RunBatch");
     return FromProto(resp, who);
   });
 }
@@ -246,7 +224,7 @@ void HeterClient::Done() {
   rpc::HeterAck ack;
   auto ctx = impl_->Context();
   grpc::Status s = impl_->stub->TrainerDone(ctx.get(), req, &ack);
-  if (!s.ok()) ThrowStatus(s, StrCat("heter worker at ", endpoint_), "TrainerDone");
+  if (!s.ok()) ThrowRpcStatus(s, StrCat("heter worker at ", endpoint_), "TrainerDone");
 }
 
 }  // namespace flotilla::ps

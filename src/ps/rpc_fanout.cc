@@ -10,6 +10,7 @@
 
 #include "flotilla/common/enforce.h"
 #include "ps/credentials.h"
+#include "ps/rpc_status.h"
 #include "ps/rpc_trace.h"
 #include "ps/service.h"
 
@@ -193,34 +194,14 @@ std::string RpcFanout::Describe(const ServerCall& call, const Outcome& o) const 
 
 void RpcFanout::Throw(const char* method, const ServerCall& call, const Outcome& o,
                       std::chrono::milliseconds attempt_timeout, const std::string& others) const {
-  const std::string who = StrCat("parameter server ", call.server, " at ", endpoints_[call.server]);
-  const std::string msg = o.status.error_message() + others;
-  switch (o.status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-      FLOTILLA_THROW(Unavailable, who, " is unreachable (", method, ", gave up after ", o.attempts,
-                     " attempts within ", options_.retry_timeout.count(), " ms): ", msg,
-                     TlsHint(options_.tls));
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      FLOTILLA_THROW(DeadlineExceeded, who, " did not complete ", method, " within ",
-                     attempt_timeout.count(), " ms: ", msg);
-    case grpc::StatusCode::PERMISSION_DENIED:
-      FLOTILLA_THROW(InvalidArgument, who, " refused ", method, ": ", msg);
-    case grpc::StatusCode::ABORTED:
-      FLOTILLA_THROW(Unavailable, who, " aborted ", method, ": ", msg);
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      FLOTILLA_THROW(InvalidArgument, who, " rejected ", method, ": ", msg);
-    case grpc::StatusCode::NOT_FOUND:
-      FLOTILLA_THROW(NotFound, who, " rejected ", method, ": ", msg);
-    case grpc::StatusCode::ALREADY_EXISTS:
-      FLOTILLA_THROW(AlreadyExists, who, " rejected ", method, ": ", msg);
-    case grpc::StatusCode::DATA_LOSS:
-      FLOTILLA_THROW(Corruption, who, " failed ", method, ": ", msg);
-    case grpc::StatusCode::UNIMPLEMENTED:
-      FLOTILLA_THROW(Unimplemented, who, " does not implement ", method, ": ", msg);
-    default:
-      FLOTILLA_THROW(Internal, who, " failed ", method, " (gRPC code ",
-                     static_cast<int>(o.status.error_code()), "): ", msg);
-  }
+  RpcFailureDetail detail;
+  detail.retries = StrCat(", gave up after ", o.attempts, " attempts within ",
+                          options_.retry_timeout.count(), " ms");
+  detail.deadline = StrCat("within ", attempt_timeout.count(), " ms");
+  detail.unreachable_hint = TlsHint(options_.tls);
+  detail.also = others;
+  ThrowRpcStatus(o.status, StrCat("parameter server ", call.server, " at ", endpoints_[call.server]),
+                 method, detail);
 }
 
 }  // namespace flotilla::ps

@@ -249,6 +249,11 @@ void PsServer::Run() {
     state_->cv.notify_all();
   }
   state_->cv.wait(lock, [&] { return state_->stopped; });
+  if (State::before_run_returns) {
+    lock.unlock();
+    State::before_run_returns();
+    lock.lock();
+  }
   --state_->runners;
   state_->cv.notify_all();
 }

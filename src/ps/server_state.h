@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,12 @@ struct PsServer::State {
   bool stopped = false;         // guarded by mu; the shutdown is complete
   int runners = 0;              // guarded by mu; Run() calls in progress
   std::atomic<int64_t> refused{0};  // requests refused for a missing or wrong token
+
+  // Test hook: when set, every Run() calls it (without the lock) after its
+  // last wait, while it still touches the state; a test pauses a Run() on
+  // another thread there to check that ~PsServer waits for it. Set and
+  // cleared while no Run() is in progress.
+  static inline std::function<void()> before_run_returns;
 };
 
 }  // namespace flotilla::ps

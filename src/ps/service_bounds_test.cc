@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
 #include "flotilla/common/file_util.h"
 #include "flotilla/ps/server.h"
 #include "ps/ps.grpc.pb.h"
+#include "ps/server_state.h"
 
 namespace flotilla::ps {
 namespace {
@@ -116,18 +118,31 @@ TEST(PsServiceBounds, EchoRepliesAreBounded) {
   EXPECT_EQ(resp.payload().size(), 1000u);
 }
 
-// A Run() on another thread must be over before the server's memory goes
-// (the sanitizer builds report the use after free otherwise).
+// A Run() on another thread must be over before the server's memory goes.
+// The runner is held at its last touch of the server's state (the test
+// hook) for 300 ms: ~PsServer may only return after it was let go, whether
+// the destructor or the runner shut the service down.
 TEST(PsServerLifetime, TheDestructorWaitsForARunOnAnotherThread) {
-  for (int i = 0; i < 10; ++i) {
+  const std::thread::id test_thread = std::this_thread::get_id();
+  std::atomic<bool> runner_released{false};
+  PsServer::State::before_run_returns = [&] {
+    if (std::this_thread::get_id() == test_thread) return;  // the destructor's own Run()
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    runner_released = true;
+  };
+  for (bool runner_stops : {false, true}) {
+    runner_released = false;
     auto server = StartServer();
     PsServer* raw = server.get();
     std::thread runner([raw] { raw->Run(); });
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // Run() is waiting
-    if (i % 2 == 1) raw->Stop();  // sometimes the runner starts the shutdown
+    if (runner_stops) raw->Stop();
     server.reset();
+    EXPECT_TRUE(runner_released) << "~PsServer returned while a Run() on another thread was "
+                                    "still inside (runner_stops=" << runner_stops << ")";
     runner.join();
   }
+  PsServer::State::before_run_returns = nullptr;
 }
 
 }  // namespace
