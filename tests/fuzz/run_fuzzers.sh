@@ -6,6 +6,9 @@
 # tests/fuzz/crashes) and adds what it finds to BUILD_DIR/fuzz-corpus/TARGET,
 # leaving the source tree alone; a crash input is written to
 # BUILD_DIR/fuzz-artifacts/TARGET/. Logs: BUILD_DIR/fuzz-logs/TARGET.log.
+# The files the targets write go under a scratch root of this run's own
+# (FLOTILLA_FUZZ_SCRATCH, on /dev/shm when it exists), emptied after each
+# target and removed when the script exits, crashed or interrupted.
 # Exits 1 when any target found a crash, naming them.
 set -euo pipefail
 
@@ -19,6 +22,14 @@ shift 2
 src=$(cd "$(dirname "$0")" && pwd)
 # Refused peers and bad requests are logged as warnings: millions of them.
 export FLOTILLA_LOG_LEVEL=${FLOTILLA_LOG_LEVEL:-error}
+
+shm=/dev/shm
+[[ -d $shm && -w $shm ]] || shm=${TMPDIR:-/tmp}
+scratch=$(mktemp -d "$shm/flotilla_fuzz_run.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+export FLOTILLA_FUZZ_SCRATCH=$scratch
 
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
@@ -43,12 +54,13 @@ for t in "${targets[@]}"; do
   echo "fuzz $t: ${seconds}s (log $log)"
   if nice -n 10 "$bin" -max_total_time="$seconds" -timeout=30 -print_final_stats=1 \
       -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
-    grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs|stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb))' "$log" | sed "s/^/  $t: /"
+    grep -E '^(#[0-9]+[[:space:]]+DONE|Done [0-9]+ runs|stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb))' "$log" | sed "s/^/  $t: /"
   else
     echo "  $t: FOUND A CRASH — see $log and $artifacts" >&2
     tail -n 30 "$log" >&2
     failed+=("$t")
   fi
+  find "$scratch" -mindepth 1 -delete
 done
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "run_fuzzers: crashes in ${failed[*]}" >&2
