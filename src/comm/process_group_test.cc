@@ -2,16 +2,14 @@
 // edge-case count, plus async communicators and failure naming.
 #include <gtest/gtest.h>
 
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-
-#include <sstream>
+#include <string>
 #include <thread>
 
 #include "comm/testing/run_ranks.h"
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/comm/process_group.h"
 #include "flotilla/common/error.h"
+#include "flotilla/common/logging.h"
 
 namespace flotilla::comm {
 namespace {
@@ -336,10 +334,7 @@ TEST(ProcessGroup, RecreatedOnTheSameStoreMeetsAgain) {
 
 // A late rank draws a warning naming it, then the op completes.
 void StallWarningNamesLateRank(const std::string& backend, const std::string& expected) {
-  std::ostringstream captured;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
-  auto old = spdlog::default_logger();
-  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  log::Capture captured;
   auto groups_late = MakeGroupsWithStall(3, 100ms, backend);
   RunRanks(3, [&](int r) {
     if (r == 2) std::this_thread::sleep_for(600ms);
@@ -347,8 +342,8 @@ void StallWarningNamesLateRank(const std::string& backend, const std::string& ex
     groups_late[r]->allreduce(&v, 1, DType::kFloat32, ReduceOp::kSum);
     EXPECT_EQ(v, 3.0f);
   });
-  spdlog::set_default_logger(old);
-  EXPECT_NE(captured.str().find(expected), std::string::npos) << backend << ": " << captured.str();
+  const std::string logged = captured.text();
+  EXPECT_NE(logged.find(expected), std::string::npos) << backend << ": " << logged;
 }
 
 TEST(ShmProcessGroup, StallWarningNamesLateRank) {

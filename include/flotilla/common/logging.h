@@ -33,8 +33,11 @@ void Debug(spdlog::format_string_t<Args...> fmt, Args&&... args) {
   spdlog::debug(fmt, std::forward<Args>(args)...);
 }
 
-// Copies every line logged while it lives (for tests that check what a
-// process logs). Not copyable.
+class CaptureSink;
+
+// Copies every line logged through the default logger while it lives (for
+// tests that check what a process logs). May be made, read and destroyed
+// while other threads log. Not copyable.
 class Capture {
  public:
   Capture();
@@ -45,8 +48,7 @@ class Capture {
   std::string text() const;
 
  private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::sink> sink_;
+  std::shared_ptr<CaptureSink> sink_;
 };
 
 // Writes out anything buffered (before a process ends without unwinding).
