@@ -49,9 +49,10 @@ rocksdb::Options DbOptions(const std::shared_ptr<rocksdb::Cache>& cache, const R
 
 }  // namespace
 
-RowDb::RowDb(std::string path, size_t row_floats, bool fresh, RowDbMemory memory)
+RowDb::RowDb(std::string path, size_t row_floats, bool fresh, RowDbMemory memory,
+             const RowDb* cache_of)
     : path_(std::move(path)), row_bytes_(row_floats * sizeof(float)),
-      cache_(rocksdb::NewLRUCache(memory.cache_bytes)) {
+      cache_(cache_of ? cache_of->cache_ : rocksdb::NewLRUCache(memory.cache_bytes)) {
   if (fresh) Destroy(path_);
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path());
   rocksdb::DB* db = nullptr;

@@ -34,7 +34,10 @@ class RowDb {
  public:
   // Opens (creating) the database at `path`; with `fresh`, whatever was
   // there is destroyed first. `row_floats` is the length of every value.
-  RowDb(std::string path, size_t row_floats, bool fresh, RowDbMemory memory = {});
+  // With `cache_of`, blocks go to that database's cache (which must outlive
+  // this one), not to a cache of its own: memory.cache_bytes is unused.
+  RowDb(std::string path, size_t row_floats, bool fresh, RowDbMemory memory = {},
+        const RowDb* cache_of = nullptr);
   ~RowDb();
   RowDb(const RowDb&) = delete;
   RowDb& operator=(const RowDb&) = delete;

@@ -17,7 +17,8 @@ namespace flotilla::ps {
 
 namespace {
 
-constexpr size_t kWriteBatch = 1 << 16;  // rows per database write
+// Rows per database write: a few hundred KiB, well within a write buffer.
+constexpr size_t kWriteBatch = 1 << 12;
 
 std::string DbDir(const std::string& path) { return path + ".db"; }
 
@@ -54,7 +55,10 @@ void SparseTable::SaveTo(const std::string& path) const {
   w.str() = Header();
   w.Put<uint32_t>(static_cast<uint32_t>(shards_.size()));
   {
-    RowDb out(tmp, Stride(), /*fresh=*/false);  // ... plus the rows in memory
+    // ... plus the rows in memory, within the table's budget: the
+    // checkpoint flushed the live write buffers, whose share this
+    // database's take, and it shares the live cache.
+    RowDb out(tmp, Stride(), /*fresh=*/false, disk_->memory, &disk_->db);
     for (const auto& s : shards_) {
       for (size_t first = 0; first < s->keys.size(); first += kWriteBatch) {
         const size_t n = std::min(kWriteBatch, s->keys.size() - first);
