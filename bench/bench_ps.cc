@@ -8,7 +8,9 @@
 // the transport. Then the table phase (bench_ps_table.h): sparse-table
 // operations per second per core next to std::unordered_map.
 //
-//   bench_ps [--iters N] [--only sparse|dense|table] [--servers N] [--pull_split_keys N]
+//   bench_ps [--iters N] [--only PHASES] [--servers N] [--pull_split_keys N]
+//                             PHASES: sparse, dense, table or a comma list
+//                             (sparse,table: the lines in one run)
 //                             prints one JSON object per line: a measurement,
 //                             then its comparison in DESIGN.md's shape
 //                             {"overhead":"ps/echo","value":…,"goal":"<= 1.3","met":…}
@@ -132,8 +134,30 @@ void RunDense(PsClient& client, int iters, const Echo& echo) {
   Report("dense_push", n, kDense * 4, 0, push, echo_push);
 }
 
-// `only`: "sparse", "dense" or "" for both.
-void RunAll(int num_servers, int iters, const std::string& only,
+struct Phases {
+  bool sparse = true, dense = true, table = true;
+};
+
+// "sparse,table" → those phases; throws InvalidArgument naming a phase
+// that is not sparse, dense or table.
+Phases ParsePhases(const std::string& list) {
+  Phases p{false, false, false};
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    const std::string phase = list.substr(begin, end - begin);
+    if (phase == "sparse") p.sparse = true;
+    else if (phase == "dense") p.dense = true;
+    else if (phase == "table") p.table = true;
+    else FLOTILLA_THROW(InvalidArgument, "bench_ps: --only takes sparse, dense, table or a comma "
+                        "list of them, got '", list, "'");
+    begin = end + 1;
+  }
+  return p;
+}
+
+// The RPC phases (sparse, dense) against num_servers in-process servers.
+void RunAll(int num_servers, int iters, const Phases& phases,
             const PsClientOptions& client_options) {
   std::vector<std::unique_ptr<PsServer>> servers;
   std::vector<std::string> endpoints;
@@ -145,13 +169,13 @@ void RunAll(int num_servers, int iters, const std::string& only,
   Echo echo = [&](std::string share, int64_t reply) {
     return std::function<void()>([&client, share, reply] { client.EchoAll(share, reply); });
   };
-  if (only != "dense") RunSparse(client, iters, echo);
-  if (only != "sparse") RunDense(client, iters, echo);
+  if (phases.sparse) RunSparse(client, iters, echo);
+  if (phases.dense) RunDense(client, iters, echo);
 }
 
 int Main(int argc, char** argv) {
   int iters = 30;
-  std::string only;
+  Phases phases;
   std::vector<int> server_counts{1, 2};
   PsClientOptions client_options;
   for (int i = 1; i < argc; i += 2) {
@@ -161,22 +185,20 @@ int Main(int argc, char** argv) {
     if (flag == "--iters") {
       iters = std::stoi(value);
     } else if (flag == "--only") {
-      FLOTILLA_ENFORCE(value == "sparse" || value == "dense" || value == "table",
-                       "bench_ps: --only takes sparse, dense or table, got '", value, "'");
-      only = value;
+      phases = ParsePhases(value);
     } else if (flag == "--servers") {
       server_counts = {std::stoi(value)};
     } else if (flag == "--pull_split_keys") {
       client_options.pull_split_keys = std::stoll(value);
     } else {
       FLOTILLA_THROW(InvalidArgument, "bench_ps: unknown flag ", flag,
-                     " (expected --iters N, --only sparse|dense|table, --servers N, --pull_split_keys N)");
+                     " (expected --iters N, --only sparse|dense|table[,...], --servers N, --pull_split_keys N)");
     }
   }
-  if (only != "table") {
-    for (int n : server_counts) RunAll(n, iters, only, client_options);
+  if (phases.sparse || phases.dense) {
+    for (int n : server_counts) RunAll(n, iters, phases, client_options);
   }
-  if (only.empty() || only == "table") bench::RunTableBench({});
+  if (phases.table) bench::RunTableBench({});
   return 0;
 }
 

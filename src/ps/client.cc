@@ -87,15 +87,12 @@ std::vector<Msg>& Reused(size_t n) {
   return msgs;
 }
 
-// Per-thread lists of the key positions each call carries, emptied with
-// room for count[c] positions.
+// Per-thread lists of the key positions each call carries, sized for
+// count[c] positions (PlaceKeys fills them).
 std::vector<std::vector<uint32_t>>& ReusedPositions(const std::vector<size_t>& count) {
   thread_local std::vector<std::vector<uint32_t>> positions;
   positions.resize(count.size());
-  for (size_t c = 0; c < count.size(); ++c) {
-    positions[c].clear();
-    positions[c].reserve(count[c]);
-  }
+  for (size_t c = 0; c < count.size(); ++c) positions[c].resize(count[c]);
   return positions;
 }
 
@@ -145,6 +142,44 @@ void ForEachPlannedKey(const CallPlan& plan, const PsClient::Impl::KeyRoute& rou
     --left[s];
     fn(i, call[s]);
   }
+}
+
+// Fills each call's positions (and with kWithKeys its keys, at
+// key_out[c]) in key order, in one pass over the keys. When every server
+// has one call, a key's call is its server's; one server takes every key
+// in order.
+template <bool kWithKeys>
+void PlaceKeys(const CallPlan& plan, const PsClient::Impl::KeyRoute& route,
+               std::span<const int64_t> keys, std::vector<std::vector<uint32_t>>& positions,
+               int64_t* const* key_out) {
+  const size_t calls = plan.server.size();
+  if (calls == 1) {
+    std::iota(positions[0].begin(), positions[0].end(), 0u);
+    if (kWithKeys) std::copy(keys.begin(), keys.end(), key_out[0]);
+    return;
+  }
+  std::vector<uint32_t*> pos(calls);
+  std::vector<int64_t*> out(calls, nullptr);
+  for (size_t c = 0; c < calls; ++c) {
+    pos[c] = positions[c].data();
+    if (kWithKeys) out[c] = key_out[c];
+  }
+  bool one_call_each = true;
+  for (size_t s = 0; s < route.count.size(); ++s) one_call_each &= route.count[s] <= plan.part_size[s];
+  if (one_call_each) {
+    const uint32_t* const server = route.server.data();
+    const size_t* const first = plan.first.data();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const size_t c = first[server[i]];
+      *pos[c]++ = static_cast<uint32_t>(i);
+      if (kWithKeys) *out[c]++ = keys[i];
+    }
+    return;
+  }
+  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {
+    *pos[c]++ = static_cast<uint32_t>(i);
+    if (kWithKeys) *out[c]++ = keys[i];
+  });
 }
 
 // A pull's plan: shares above pull_split_keys are split, using at most
@@ -235,8 +270,7 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
   rpc::PushDeltaRequest* deltas = delta ? Reused<rpc::PushDeltaRequest>(n).data() : nullptr;
   std::vector<rpc::Ack> acks(n);
   auto& positions = ReusedPositions(plan.count);
-  ForEachPlannedKey(plan, route, keys.size(),
-                    [&](size_t i, size_t c) { positions[c].push_back(static_cast<uint32_t>(i)); });
+  PlaceKeys<false>(plan, route, keys, positions, nullptr);
   // A call's keys and rows are copied in when it is first issued, so the
   // calls already started are on the wire while the next one is filled.
   auto fill = [&](rpc::SparseRowsData* rows, size_t c) {
@@ -428,10 +462,7 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
     };
     calls.push_back({plan.server[c], std::move(start), std::move(deliver)});
   }
-  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {
-    *key_out[c]++ = keys[i];
-    positions[c].push_back(static_cast<uint32_t>(i));
-  });
+  PlaceKeys<true>(plan, route, keys, positions, key_out.data());
   impl_->fanout.Run("PullSparse", calls);
 }
 

@@ -241,7 +241,9 @@ bool SparseTable::Admit(Shard& shard, int64_t key) {
 
 namespace {
 
-// Per-thread scratch of ForEachShard, reused across batches.
+// Per-thread scratch of ForEachShard, reused across batches. Sized for
+// the whole batch up front, then written through raw pointers: the loops
+// never grow a vector or reload the thread-local's address per key.
 struct RowBatch {
   std::vector<uint64_t> hash;   // per key
   std::vector<uint32_t> shard;  // per key
@@ -249,6 +251,17 @@ struct RowBatch {
   std::vector<int64_t> slot;    // per grouped position; -1: no row
   std::vector<float*> rows;     // accepted rows of the shard in hand
   std::vector<uint32_t> accepted, refused;  // their positions
+  std::vector<size_t> start;    // per shard + 1: where its keys begin in order
+  std::vector<size_t> fill;     // per shard
+
+  void Resize(size_t keys, size_t shards) {
+    for (auto* v : {&shard, &order, &accepted, &refused}) v->resize(keys);
+    hash.resize(keys);
+    slot.resize(keys);
+    rows.resize(keys);
+    start.assign(shards + 1, 0);
+    fill.resize(shards);
+  }
 };
 
 }  // namespace
@@ -313,23 +326,25 @@ void SparseTable::ForEachShard(std::span<const int64_t> keys, int64_t now, Acces
   constexpr size_t kLookAhead = 16;
   thread_local RowBatch batch;
   const size_t n = shards_.size(), count = keys.size();
-  batch.hash.resize(count);
-  batch.shard.resize(count);
-  batch.order.resize(count);
-  batch.slot.resize(count);
-  // Raw pointers: the thread_local's address is not reloaded in the loops.
+  batch.Resize(count, n);
   uint64_t* const hash = batch.hash.data();
   uint32_t* const shard_of = batch.shard.data();
   uint32_t* const order = batch.order.data();
   int64_t* const slot = batch.slot.data();
-  std::vector<size_t> start(n + 1, 0);
+  float** const rows = batch.rows.data();
+  uint32_t* const accepted = batch.accepted.data();
+  uint32_t* const refused_at = batch.refused.data();
+  size_t* const start = batch.start.data();
+  size_t* const fill = batch.fill.data();
   for (size_t i = 0; i < count; ++i) {
     hash[i] = KeyIndex::Hash(keys[i]);
     shard_of[i] = ShardOfHash(hash[i], n);
     ++start[shard_of[i] + 1];
   }
-  for (size_t s = 0; s < n; ++s) start[s + 1] += start[s];
-  std::vector<size_t> fill(start.begin(), start.end() - 1);
+  for (size_t s = 0; s < n; ++s) {
+    start[s + 1] += start[s];
+    fill[s] = start[s];
+  }
   for (size_t i = 0; i < count; ++i) order[fill[shard_of[i]]++] = static_cast<uint32_t>(i);
   const size_t stride = Stride();
   for (size_t s = 0; s < n; ++s) {
@@ -353,30 +368,26 @@ void SparseTable::ForEachShard(std::span<const int64_t> keys, int64_t now, Acces
       ResolveMissing(shard, keys, std::span<const uint32_t>(order + begin, end - begin),
                      std::span<int64_t>(slot + begin, end - begin), access);
     }
-    batch.rows.clear();
-    batch.accepted.clear();
-    batch.refused.clear();
+    size_t found = 0, missing = 0;
     float* const data = shard.data.data();
     for (size_t k = begin; k < end; ++k) {
       if (slot[k] < 0) {
-        batch.refused.push_back(order[k]);
+        refused_at[missing++] = order[k];
         continue;
       }
-      float* row = data + size_t(slot[k]) * stride;
-      __builtin_prefetch(row);
-      batch.rows.push_back(row);
-      batch.accepted.push_back(order[k]);
+      rows[found] = data + size_t(slot[k]) * stride;
+      __builtin_prefetch(rows[found]);
+      accepted[found++] = order[k];
     }
+    const std::span<float* const> shard_rows(rows, found);
     if (stats_) {
-      for (float* row : batch.rows) MarkSeen(row);
+      for (float* row : shard_rows) MarkSeen(row);
     }
     if (now != kNoCatchUp) {
-      for (float* row : batch.rows) CatchUp(row, now);
+      for (float* row : shard_rows) CatchUp(row, now);
     }
-    if (!batch.refused.empty()) refused(shard, std::span<const uint32_t>(batch.refused));
-    if (!batch.rows.empty()) {
-      fn(std::span<float* const>(batch.rows), std::span<const uint32_t>(batch.accepted));
-    }
+    if (missing > 0) refused(shard, std::span<const uint32_t>(refused_at, missing));
+    if (found > 0) fn(shard_rows, std::span<const uint32_t>(accepted, found));
   }
 }
 
@@ -409,13 +420,14 @@ void SparseTable::Pull(std::span<const int64_t> keys, std::span<float> out) {
 void SparseTable::ApplyGrads(std::span<const int64_t> keys, const float* grads, size_t width,
                              float rate, int64_t step) {
   const size_t d = dim();
-  thread_local std::vector<const float*> grad_of;
+  thread_local std::vector<const float*> grad_rows;
+  grad_rows.resize(keys.size());
+  const float** const grad_of = grad_rows.data();
   ForEachShard(
       keys, step, Access::kExisting,
       [&](std::span<float* const> rows, std::span<const uint32_t> positions) {
-        grad_of.resize(rows.size());
         for (size_t j = 0; j < rows.size(); ++j) grad_of[j] = grads + positions[j] * width;
-        config_.rule->ApplyRows(rows, grad_of, dim(), rate);
+        config_.rule->ApplyRows(rows, std::span<const float* const>(grad_of, rows.size()), dim(), rate);
         if (width > d) {
           for (size_t j = 0; j < rows.size(); ++j) AddStats(rows[j], grad_of[j] + d);
         }
