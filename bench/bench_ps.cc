@@ -8,7 +8,7 @@
 // the transport. Then the table phase (bench_ps_table.h): sparse-table
 // operations per second per core next to std::unordered_map.
 //
-//   bench_ps [--iters N] [--only PHASES] [--servers N] [--pull_split_keys N]
+//   bench_ps [--iters N] [--only PHASES] [--servers N] [--pull_split_keys N] [--pull_calls N]
 //                             PHASES: sparse, dense, table or a comma list
 //                             (sparse,table: the lines in one run)
 //                             prints one JSON object per line: a measurement,
@@ -190,9 +190,11 @@ int Main(int argc, char** argv) {
       server_counts = {std::stoi(value)};
     } else if (flag == "--pull_split_keys") {
       client_options.pull_split_keys = std::stoll(value);
+    } else if (flag == "--pull_calls") {
+      client_options.pull_calls = std::stoi(value);
     } else {
       FLOTILLA_THROW(InvalidArgument, "bench_ps: unknown flag ", flag,
-                     " (expected --iters N, --only sparse|dense|table[,...], --servers N, --pull_split_keys N)");
+                     " (expected --iters N, --only sparse|dense|table[,...], --servers N, --pull_split_keys N, --pull_calls N)");
     }
   }
   if (phases.sparse || phases.dense) {
