@@ -15,7 +15,8 @@
 # Left out under ASan (label `asan_skip`): nothing today.
 # Left out under TSan: the tests that run /usr/bin/python3 (label `python`,
 # the uninstrumented interpreter and numpy under a preloaded TSan runtime) and
-# the cluster-engine tests (label `clusters`, Slurm/Kubernetes/MPI daemons).
+# the cluster-engine tests (label `clusters`, Slurm/Kubernetes/MPI daemons),
+# and single-threaded tests TSan only slows (label `tsan_skip`, reason at each).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
