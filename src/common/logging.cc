@@ -42,10 +42,17 @@ std::shared_ptr<spdlog::sinks::dist_sink_mt> MakeTee() {
   return tee;
 }
 
-// Made during static initialisation, before any thread can log.
-const std::shared_ptr<spdlog::sinks::dist_sink_mt> tee = MakeTee();
+// Made on first use, which detail::LoggingInit puts before main.
+spdlog::sinks::dist_sink_mt& Tee() {
+  static const std::shared_ptr<spdlog::sinks::dist_sink_mt> tee = MakeTee();
+  return *tee;
+}
 
 }  // namespace
+
+namespace detail {
+LoggingInit::LoggingInit() { Tee(); }
+}  // namespace detail
 
 void SetRank(int rank) {
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] [rank " + std::to_string(rank) + "] %v");
@@ -57,9 +64,9 @@ void InitFromEnv() {
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
 }
 
-Capture::Capture() : sink_(std::make_shared<CaptureSink>()) { tee->add_sink(sink_); }
+Capture::Capture() : sink_(std::make_shared<CaptureSink>()) { Tee().add_sink(sink_); }
 
-Capture::~Capture() { tee->remove_sink(sink_); }
+Capture::~Capture() { Tee().remove_sink(sink_); }
 
 std::string Capture::text() const { return sink_->text(); }
 

@@ -16,6 +16,16 @@ void SetRank(int rank);
 // Reads FLOTILLA_LOG_LEVEL (trace|debug|info|warn|error|off); default info.
 void InitFromEnv();
 
+namespace detail {
+// Makes spdlog's registry and the default logger's sinks while the program
+// is initialised, before main, so two threads' first log calls never race to
+// make them.
+struct LoggingInit {
+  LoggingInit();
+};
+inline const LoggingInit logging_init;
+}  // namespace detail
+
 template <typename... Args>
 void Info(spdlog::format_string_t<Args...> fmt, Args&&... args) {
   spdlog::info(fmt, std::forward<Args>(args)...);
