@@ -40,6 +40,8 @@ endfunction()
 set(FLOTILLA_TEST_SECRET "FLOTILLA_JOB_SECRET=ctest-job-secret-0123456789abcdef")
 
 # flotilla_test(NAME SOURCES a_test.cc DEPS lib [LABELS l] [TIMEOUT s] [RUN_SERIAL])
+# TIMEOUT (default 300 s) is for the release build; sanitizer builds multiply
+# it by FLOTILLA_TEST_TIME_SCALE (cmake/sanitize.cmake).
 # A GoogleTest binary registered with ctest, one ctest entry per binary. A
 # layer's own tests (defined under src/) also carry the label `unit`.
 function(flotilla_test name)
@@ -56,6 +58,7 @@ function(flotilla_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * ${FLOTILLA_TEST_TIME_SCALE}")
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
     ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};FLOTILLA_SOURCE_DIR=${PROJECT_SOURCE_DIR};OPENBLAS_NUM_THREADS=1;${FLOTILLA_TEST_SECRET}")
   file(RELATIVE_PATH where ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})

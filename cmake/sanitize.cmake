@@ -21,6 +21,13 @@ set(FLOTILLA_SANITIZE "" CACHE STRING "sanitizers for every target, e.g. address
 # called from Python.
 set(FLOTILLA_SANITIZE_PYTHON_ENV "")
 
+# FLOTILLA_TEST_TIME_SCALE: how many times slower the tests run in this build.
+# flotilla_test and flotilla_pytest multiply their ctest TIMEOUT by it, and
+# every test sees it as the environment variable FLOTILLA_TEST_TIME_SCALE, to
+# stretch its allowances for slow starts and slow reactions (never the
+# timeouts it configures in Flotilla itself).
+set(FLOTILLA_TEST_TIME_SCALE 1)
+
 if(FLOTILLA_SANITIZE)
   set(CMAKE_CXX_FLAGS_RELEASE "-O1 -DNDEBUG")
   add_compile_options(-fsanitize=${FLOTILLA_SANITIZE} -fno-omit-frame-pointer -g1)
@@ -33,11 +40,13 @@ if(FLOTILLA_SANITIZE)
   set(reports ${PROJECT_BINARY_DIR}/sanitizer-reports)
   if(FLOTILLA_SANITIZE MATCHES "address")
     set(runtime asan)
+    set(FLOTILLA_TEST_TIME_SCALE 3)
     set(options
       "ASAN_OPTIONS=detect_leaks=1:log_path=${reports}/asan:print_suppressions=0"
       "LSAN_OPTIONS=suppressions=${supp}/lsan.supp:print_suppressions=0")
   elseif(FLOTILLA_SANITIZE MATCHES "thread")
     set(runtime tsan)
+    set(FLOTILLA_TEST_TIME_SCALE 5)
     set(options
       "TSAN_OPTIONS=log_path=${reports}/tsan:suppressions=${supp}/tsan.supp:second_deadlock_stack=1:print_suppressions=0")
   endif()
@@ -50,6 +59,7 @@ if(FLOTILLA_SANITIZE)
   # everything it starts, including tests added later by any layer.
   set(env_file ${PROJECT_BINARY_DIR}/sanitizer-env.cmake)
   set(lines "file(MAKE_DIRECTORY \"${reports}\")\n")
+  list(APPEND options "FLOTILLA_TEST_TIME_SCALE=${FLOTILLA_TEST_TIME_SCALE}")
   foreach(option ${options})
     string(REGEX MATCH "^[A-Z_]+" name "${option}")
     string(REGEX REPLACE "^[A-Z_]+=" "" value "${option}")
@@ -65,7 +75,14 @@ if(FLOTILLA_SANITIZE)
       message(FATAL_ERROR "FLOTILLA_SANITIZE=${FLOTILLA_SANITIZE}: the compiler has no lib${runtime}.so "
         "(${CMAKE_CXX_COMPILER} -print-file-name=lib${runtime}.so printed '${preload}')")
     endif()
-    set(FLOTILLA_SANITIZE_PYTHON_ENV "LD_PRELOAD=${preload}")
+    # libstdc++ is preloaded too: the interpreter does not link it, and the
+    # runtime's __cxa_throw interceptor, set up before any library is
+    # loaded, would find no real __cxa_throw (a CHECK failure at the first
+    # C++ exception thrown under Python).
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so
+      OUTPUT_VARIABLE cxx_runtime OUTPUT_STRIP_TRAILING_WHITESPACE)
+    get_filename_component(cxx_runtime "${cxx_runtime}" REALPATH)
+    set(FLOTILLA_SANITIZE_PYTHON_ENV "LD_PRELOAD=${preload}:${cxx_runtime}")
     if(runtime STREQUAL "asan")
       list(APPEND FLOTILLA_SANITIZE_PYTHON_ENV
         "LSAN_OPTIONS=suppressions=${supp}/lsan.supp:print_suppressions=0:malloc_context_size=2")

@@ -34,7 +34,12 @@ class TurboJpeg:
             ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_ulong), ctypes.c_int, ctypes.c_int,
             ctypes.c_int]
         self.lib.tjFree.argtypes = [ctypes.c_void_p]
+        self.lib.tjDestroy.argtypes = [ctypes.c_void_p]
         self.handle = self.lib.tjInitCompress()
+
+    def close(self) -> None:
+        """Frees the compressor (tjDestroy); encode() must not be called after."""
+        self.lib.tjDestroy(self.handle)
 
     def encode(self, rgb: np.ndarray, quality: int = 95) -> bytes:
         rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
@@ -68,16 +73,19 @@ def write_set(out: str, size: int) -> None:
     staging = tempfile.mkdtemp(prefix=".digits-", dir=os.path.dirname(os.path.abspath(out)) or ".")
     lists = {"train": [], "val": []}
     seen = {}
-    for i, (img, label) in enumerate(zip(digits.images, digits.target)):
-        k = seen.get(label, 0)
-        seen[label] = k + 1
-        split = "val" if k % 5 == 4 else "train"
-        rel = f"{split}/{label}/{i:05d}.jpeg"
-        os.makedirs(os.path.join(staging, split, str(label)), exist_ok=True)
-        grey = upscale(img, size)
-        with open(os.path.join(staging, rel), "wb") as f:
-            f.write(jpeg.encode(np.stack([grey] * 3, axis=-1)))
-        lists[split].append(f"{rel} {label}\n")
+    try:
+        for i, (img, label) in enumerate(zip(digits.images, digits.target)):
+            k = seen.get(label, 0)
+            seen[label] = k + 1
+            split = "val" if k % 5 == 4 else "train"
+            rel = f"{split}/{label}/{i:05d}.jpeg"
+            os.makedirs(os.path.join(staging, split, str(label)), exist_ok=True)
+            grey = upscale(img, size)
+            with open(os.path.join(staging, rel), "wb") as f:
+                f.write(jpeg.encode(np.stack([grey] * 3, axis=-1)))
+            lists[split].append(f"{rel} {label}\n")
+    finally:
+        jpeg.close()
     for split, lines in lists.items():
         with open(os.path.join(staging, f"{split}_list.txt"), "w") as f:
             f.writelines(lines)

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # The test suite under a sanitizer, in the sanitizer's own build directory:
-#   scripts/test-sanitized.sh address [JOBS] [UNIT_REGEX]   ASan + UBSan, leaks on (build-asan/)
-#   scripts/test-sanitized.sh thread [JOBS] [UNIT_REGEX]    TSan (build-tsan/)
+#   scripts/test-sanitized.sh address [JOBS] [TEST_REGEX]   ASan + UBSan, leaks on (build-asan/)
+#   scripts/test-sanitized.sh thread [JOBS] [TEST_REGEX]    TSan (build-tsan/)
 # Configures (cmake -DFLOTILLA_SANITIZE=...), builds, runs the flavour's tests
 # with ctest, lists every test the flavour leaves out and why, and fails when
 # any process — a test or anything it started — left a sanitizer report in
 # <build>/sanitizer-reports/ (each report is printed).
 #
-# UNIT_REGEX: only the layers' own tests (ctest label `unit`, the test
-# binaries defined under src/) whose names match it, building only what they
-# need; the tests left out are listed. `make test` runs such a scope under ASan
-# after the release suite (see the Makefile for which and why).
+# TEST_REGEX: only the GoogleTest binaries (flotilla_test, whose target is
+# named as its test) whose names match it, building only what they need; the
+# tests left out are listed. `make test` runs such a scope under ASan after
+# the release suite (see the Makefile for which and why).
 #
-# Left out under ASan (label `asan_skip`): nothing today.
+# Sanitized processes start and run several times slower: ctest timeouts and
+# the tests' own waits are scaled by FLOTILLA_TEST_TIME_SCALE
+# (cmake/sanitize.cmake).
+# Left out under ASan (label `asan_skip`): nothing today. Known not clean
+# yet under ASan: the Python tests (label `python`; leak reports from Open
+# MPI's mpirun under the preloaded runtime, and from TurboJPEG handles kept in
+# thread_local storage, still to be sorted out), which is why `make test`
+# runs only the GoogleTest binaries under ASan.
 # Left out under TSan: the tests that run /usr/bin/python3 (label `python`,
 # the uninstrumented interpreter and numpy under a preloaded TSan runtime) and
 # the cluster-engine tests (label `clusters`, Slurm/Kubernetes/MPI daemons),
@@ -22,7 +29,7 @@ cd "$(dirname "$0")/.."
 
 flavour="${1:-}"
 jobs="${2:-$(nproc)}"
-unit_regex="${3:-}"
+test_regex="${3:-}"
 case "$flavour" in
   address) build=build-asan; sanitize=address,undefined; exclude=asan_skip ;;
   thread)  build=build-tsan; sanitize=thread; exclude='python|clusters|tsan_skip' ;;
@@ -30,15 +37,17 @@ case "$flavour" in
      exit 2 ;;
 esac
 
-only=()
-[[ -n "$unit_regex" ]] && only=(-L '^unit$' -R "$unit_regex")
 names() { sed -n 's/^ *Test *#[0-9]*: //p'; }
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLOTILLA_SANITIZE="$sanitize" || exit 1
-if [[ -n "$unit_regex" ]]; then
-  # A flotilla_test's target is named as its test.
-  mapfile -t targets < <(cd "$build" && ctest -N "${only[@]}" | names)
-  [[ ${#targets[@]} -gt 0 ]] || { echo "test-sanitized: no unit test matches '$unit_regex'" >&2; exit 2; }
+only=()
+if [[ -n "$test_regex" ]]; then
+  # A flotilla_test's target is named as its test; other tests (Python,
+  # scripts, fuzz replays) have no such target and stay out of the scope.
+  mapfile -t targets < <(cd "$build" && ctest -N -R "$test_regex" | names |
+    while read -r t; do ninja -t query "$t" >/dev/null 2>&1 && echo "$t"; done)
+  [[ ${#targets[@]} -gt 0 ]] || { echo "test-sanitized: no test binary matches '$test_regex'" >&2; exit 2; }
+  only=(-R "^($(IFS='|'; echo "${targets[*]}"))\$")
   cmake --build "$build" -j "$jobs" --target "${targets[@]}" || exit 1
 else
   cmake --build "$build" -j "$jobs" || exit 1
@@ -50,7 +59,7 @@ if [[ -n "$skipped" ]]; then
   echo "== not run under $flavour (see scripts/test-sanitized.sh for why):"
   echo "$skipped" | sed 's/^/   /'
 fi
-if [[ -n "$unit_regex" ]]; then
+if [[ -n "$test_regex" ]]; then
   echo "== not run under $flavour in this scope (make test SANITIZE=$flavour runs them):"
   comm -23 <(ctest -N | names | sort) <(ctest -N "${only[@]}" | names | sort) |
     tr '\n' ' ' | fold -s -w 76 | sed 's/^/   /'

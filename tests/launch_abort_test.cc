@@ -99,7 +99,7 @@ TEST(LaunchAbort, SignalsAreHonouredWhileWaitingForOtherNodes) {
     const std::string master = "127.0.0.1:" + std::to_string(FreePort());
     Child launcher(LaunchArgs(dir, {"--master", master, "--nnodes", "2"}, {"--sleep", "60"}),
                    dir.path());
-    std::this_thread::sleep_for(milliseconds(1500));  // well inside the rendezvous
+    std::this_thread::sleep_for(Scaled(milliseconds(1500)));  // well inside the rendezvous
     const auto sent = Clock::now();
     launcher.Kill(sig);
     EXPECT_EQ(launcher.WaitCode(seconds(5)), 128 + sig) << launcher.Stderr();

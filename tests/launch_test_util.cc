@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,12 @@ std::string BuildDir() {
 std::string Bin(const std::string& name) { return BuildDir() + "/bin/" + name; }
 std::string FlotillaBin() { return Bin("flotilla"); }
 std::string ProbeBin() { return Bin("launch_probe"); }
+
+std::chrono::milliseconds Scaled(std::chrono::milliseconds d) {
+  const char* scale = std::getenv("FLOTILLA_TEST_TIME_SCALE");
+  const int factor = scale ? std::atoi(scale) : 1;
+  return d * std::max(factor, 1);
+}
 
 TempDir::TempDir() {
   char tmpl[] = "/tmp/flotilla_launch_test.XXXXXX";

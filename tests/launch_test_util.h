@@ -22,6 +22,12 @@ std::string Bin(const std::string& name);
 std::string FlotillaBin();
 std::string ProbeBin();
 
+// `d` times FLOTILLA_TEST_TIME_SCALE (set by sanitizer builds, whose
+// processes start and run several times slower; 1 when unset): for a test's
+// allowances for slow starts and slow reactions, never for the timeouts it
+// gives Flotilla.
+std::chrono::milliseconds Scaled(std::chrono::milliseconds d);
+
 // A fresh directory under /tmp, removed (rm -rf) on destruction.
 class TempDir {
  public:

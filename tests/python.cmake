@@ -7,12 +7,13 @@ add_executable(py_model_tool python/model_tool.cc)
 set_target_properties(py_model_tool PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
 target_link_libraries(py_model_tool PRIVATE flotilla_api flotilla_io nlohmann_json::nlohmann_json)
 
-# flotilla_pytest(NAME file.py [TIMEOUT s])
+# flotilla_pytest(NAME file.py [TIMEOUT s]): TIMEOUT scaled as flotilla_test's.
 function(flotilla_pytest name file)
   cmake_parse_arguments(ARG "" "TIMEOUT" "" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * ${FLOTILLA_TEST_TIME_SCALE}")
   add_test(NAME ${name}
     COMMAND ${FLOTILLA_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/${file})
   set(env "PYTHONPATH=${FLOTILLA_PYTHON_DIR};FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};FLOTILLA_SOURCE_DIR=${PROJECT_SOURCE_DIR};OPENBLAS_NUM_THREADS=1;${FLOTILLA_TEST_SECRET}")
