@@ -154,8 +154,9 @@ void Ratio(const std::string& link, const std::map<std::string, nlohmann::json>&
   if (!m.contains("auc") || !as.contains("auc")) return;
   double ratio = m["samples_per_sec"].get<double>() / std::max(1e-9, as["samples_per_sec"].get<double>());
   double gap = std::abs(m["auc"].get<double>() - as["auc"].get<double>());
-  std::cout << nlohmann::json{{"bench", bench}, {"link", link}, {mode + "_over_async", ratio},
-                              {"auc_gap", gap}, {"goal", goal}, {"met", ratio >= min_ratio && gap <= max_gap}}.dump()
+  std::cout << nlohmann::json{{"bench", bench}, {"link", link}, {"ratio", mode + "/async"},
+                              {"value", ratio}, {"auc_gap", gap}, {"goal", goal},
+                              {"met", ratio >= min_ratio && gap <= max_gap}}.dump()
             << std::endl;
 }
 
