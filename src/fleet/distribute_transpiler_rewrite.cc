@@ -126,6 +126,31 @@ OpDesc WithDense(OpDesc op, const Parts& p) {
   return op.Set("dense_names", p.dense).Set("dense_row_widths", p.widths).Set(kOpRoleAttr, int32_t(kOpRoleRPC));
 }
 
+// GEO: one ps_prefetch_sparse after ps_trainer_init brings the rows of
+// every lookup of fed ids into the trainer's cache in one round trip, when
+// the step looks up two tables or more (ids the program computes are not
+// known at its start; their lookups pull for themselves).
+void AddPrefetch(Block& b) {
+  std::set<std::string> computed;
+  for (const auto& op : b.ops()) {
+    for (const auto& n : op->OutputArgumentNames()) computed.insert(n);
+  }
+  Strings ids, tables;
+  std::vector<int64_t> padding;
+  for (const auto& op : b.ops()) {
+    if (op->type != "distributed_lookup_table" || computed.count(op->Input("Ids"))) continue;
+    ids.push_back(op->Input("Ids"));
+    tables.push_back(op->Attr<std::string>("table_name"));
+    padding.push_back(op->Attr<int64_t>("padding_idx"));
+  }
+  if (ids.size() < 2) return;
+  b.InsertOp(1, OpDesc("ps_prefetch_sparse")
+                    .In("Ids", ids)
+                    .Set("table_names", tables)
+                    .Set("padding_idxs", padding)
+                    .Set(kOpRoleAttr, int32_t(kOpRoleRPC)));
+}
+
 }  // namespace
 
 void DistributeTranspiler::RewriteTrainer(Program& main) const {
@@ -154,6 +179,7 @@ void DistributeTranspiler::RewriteTrainer(Program& main) const {
                     .Set("rpc_timeout_ms", config_.rpc_timeout_ms)
                     .Set("min_block_size", config_.min_block_size)
                     .Set("token", config_.token));
+  if (geo) AddPrefetch(b);
   b.AppendOp(WithDense(OpDesc("ps_send"), p)
                  .In("Grad", geo ? Strings{} : p.dense_grads)
                  .In("LearningRate", geo ? Strings{} : p.dense_lrs)

@@ -32,6 +32,20 @@ void Build(Net& n, optimizer::Optimizer& opt) {
   n.emb_w = "emb";
 }
 
+// Build's net with a second is_distributed lookup: "wide" (width 1) of "ids2".
+void BuildTwoTables(Net& n, optimizer::Optimizer& opt) {
+  RegisterAllOps();
+  ProgramGuard guard(n.main, n.startup);
+  UniqueNameGuard names;
+  auto ids = layers::data("ids", {1}, DType::kInt64);
+  auto ids2 = layers::data("ids2", {1}, DType::kInt64);
+  auto y = layers::data("y", {1});
+  auto emb = layers::embedding(ids, {1'000'000, 8}, true, true, -1, ParamAttr::Named("emb"));
+  auto wide = layers::embedding(ids2, {1'000'000, 1}, true, true, 0, ParamAttr::Named("wide"));
+  auto pred = layers::elementwise_add(layers::fc(emb, 1), wide);
+  opt.minimize(layers::mean(layers::square_error_cost(pred, y)));
+}
+
 std::vector<std::string> OpTypes(const Program& p) {
   std::vector<std::string> out;
   for (const auto& op : p.global_block().ops()) out.push_back(op->type);
@@ -120,6 +134,29 @@ TEST(DistributeTranspiler, GeoKeepsLocalDenseSgdAndStepsTheCommunicator) {
   EXPECT_EQ(types.back(), "ps_geo_step");
   EXPECT_FALSE(Has(types, "ps_recv"));
   EXPECT_EQ(n.main.global_block().op(0).Attr<int32_t>("k_steps"), 7);
+}
+
+// GEO pulls the fed ids of every lookup in one ps_prefetch_sparse right
+// after ps_trainer_init; other modes' lookups pull for themselves.
+TEST(DistributeTranspiler, GeoPrefetchesTheFedIdsOfEveryLookupInOneOp) {
+  for (const std::string mode : {"geo", "async"}) {
+    Net n;
+    optimizer::SGD sgd(0.1f);
+    BuildTwoTables(n, sgd);
+    DistributeTranspiler t({.mode = mode});
+    t.transpile(0, "127.0.0.1:7001", 1, false, &n.main, &n.startup);
+    auto types = OpTypes(n.main);
+    EXPECT_EQ(std::count(types.begin(), types.end(), "distributed_lookup_table"), 2) << mode;
+    if (mode != "geo") {
+      EXPECT_FALSE(Has(types, "ps_prefetch_sparse")) << mode;
+      continue;
+    }
+    const OpDesc& prefetch = n.main.global_block().op(1);
+    ASSERT_EQ(prefetch.type, "ps_prefetch_sparse");
+    EXPECT_EQ(prefetch.Inputs("Ids"), (std::vector<std::string>{"ids", "ids2"}));
+    EXPECT_EQ(prefetch.Attr<std::vector<std::string>>("table_names"), (std::vector<std::string>{"emb", "wide"}));
+    EXPECT_EQ(prefetch.Attr<std::vector<int64_t>>("padding_idxs"), (std::vector<int64_t>{-1, 0}));
+  }
 }
 
 TEST(DistributeTranspiler, MomentumTablesCarryMuAndNesterov) {

@@ -182,6 +182,20 @@ void PlaceKeys(const CallPlan& plan, const PsClient::Impl::KeyRoute& route,
   });
 }
 
+// Hands one server's rows of table `name` (its reply `got`) to `sink`,
+// checking them: the table asked for, `positions.size()` rows, and the
+// width `dim` the other servers answered with (-1 until the first).
+void DeliverRows(const std::string& ep, const std::string& name, const rpc::SparseRowsData& got,
+                 std::span<const uint32_t> positions, int64_t& dim, const PsClient::RowSink& sink) {
+  FLOTILLA_CHECK(got.table() == name, Internal, "parameter server ", ep, " answered a pull of '", name,
+                 "' with rows of '", got.table(), "'");
+  if (dim < 0) dim = got.dim();
+  FLOTILLA_ENFORCE_EQ(got.dim(), dim, "sparse table '", name, "' dim differs across servers");
+  auto values = AsSpan<float>(got.values(), "rows of '" + name + "'");
+  FLOTILLA_ENFORCE_EQ(values.size(), positions.size() * dim, "rows of '", name, "' from ", ep);
+  sink(positions, values.data(), dim);
+}
+
 // A pull's plan: shares above pull_split_keys are split, using at most
 // pull_calls calls, or this machine's cores (read once: hardware_concurrency
 // reads sysfs).
@@ -453,16 +467,63 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
       const std::string& ep = impl_->endpoints[plan.server[c]];
       FLOTILLA_CHECK(resps[c].tables_size() == 1, Internal, "parameter server ", ep,
                      " answered PullSparse of '", name, "' with ", resps[c].tables_size(), " tables");
-      const auto& got = resps[c].tables(0);
-      if (dim < 0) dim = got.dim();
-      FLOTILLA_ENFORCE_EQ(got.dim(), dim, "sparse table '", name, "' dim differs across servers");
-      auto values = AsSpan<float>(got.values(), "rows of '" + name + "'");
-      FLOTILLA_ENFORCE_EQ(values.size(), plan.count[c] * dim, "rows of '", name, "' from ", ep);
-      sink(positions[c], values.data(), dim);
+      DeliverRows(ep, name, resps[c].tables(0), positions[c], dim, sink);
     };
     calls.push_back({plan.server[c], std::move(start), std::move(deliver)});
   }
   PlaceKeys<true>(plan, route, keys, positions, key_out.data());
+  impl_->fanout.Run("PullSparse", calls);
+}
+
+void PsClient::PullSparseTables(std::span<const TablePull> pulls) {
+  size_t total = 0;
+  for (const TablePull& p : pulls) total += p.keys.size();
+  if (total == 0) return;
+  const RpcTag tag(pulls.size() == 1 ? pulls[0].table : StrCat(pulls[0].table, " +", pulls.size() - 1),
+                   static_cast<int64_t>(total), static_cast<int64_t>(total * sizeof(int64_t)));
+  const size_t servers = impl_->endpoints.size();
+  auto& reqs = Reused<rpc::PullSparseRequest>(servers);
+  auto& resps = Reused<rpc::PullSparseResponse>(servers);
+  // positions[t][c]: table t's keys in its call c; parts[s]: the (table,
+  // call) pairs server s's request carries, in its order.
+  std::vector<std::vector<std::vector<uint32_t>>> positions(pulls.size());
+  std::vector<std::vector<std::pair<size_t, size_t>>> parts(servers);
+  for (size_t t = 0; t < pulls.size(); ++t) {
+    const Impl::KeyRoute route = impl_->Route(pulls[t].keys);
+    const CallPlan plan = PlanCalls(route.count, SIZE_MAX, SIZE_MAX);  // one call per server
+    positions[t].resize(plan.server.size());
+    std::vector<int64_t*> key_out(plan.server.size());
+    for (size_t c = 0; c < plan.server.size(); ++c) {
+      const int s = plan.server[c];
+      positions[t][c].resize(plan.count[c]);
+      rpc::SparseRowsData* rows = reqs[s].add_tables();
+      rows->set_table(pulls[t].table);
+      key_out[c] = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
+      parts[s].emplace_back(t, c);
+    }
+    PlaceKeys<true>(plan, route, pulls[t].keys, positions[t], key_out.data());
+  }
+  std::vector<int64_t> dims(pulls.size(), -1);
+  std::vector<ServerCall> calls;
+  for (size_t s = 0; s < servers; ++s) {
+    if (parts[s].empty()) continue;
+    reqs[s].set_trainer_id(impl_->trainer_id);
+    auto start = [req = &reqs[s], resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
+      stub->async()->PullSparse(ctx, req, resp, std::move(done));
+    };
+    auto deliver = [&, s] {
+      const std::string& ep = impl_->endpoints[s];
+      FLOTILLA_CHECK(resps[s].tables_size() == static_cast<int>(parts[s].size()), Internal,
+                     "parameter server ", ep, " answered PullSparse of ", parts[s].size(),
+                     " tables with ", resps[s].tables_size());
+      for (size_t i = 0; i < parts[s].size(); ++i) {
+        const auto [t, c] = parts[s][i];
+        DeliverRows(ep, pulls[t].table, resps[s].tables(static_cast<int>(i)), positions[t][c], dims[t],
+                    pulls[t].sink);
+      }
+    };
+    calls.push_back({static_cast<int>(s), std::move(start), std::move(deliver)});
+  }
   impl_->fanout.Run("PullSparse", calls);
 }
 

@@ -14,8 +14,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// One server with dense "w" (4 floats, SGD lr 0.5, starting at 1) and sparse
-// "emb" (dim 2, SGD lr 0.5, starting at 0).
+// One server with dense "w" (4 floats, SGD lr 0.5, starting at 1), sparse
+// "emb" (dim 2, SGD lr 0.5, starting at 0) and sparse "wide" (dim 1,
+// starting uniform in [-1, 1)).
 std::unique_ptr<PsServer> StartServer(PsMode mode, int num_trainers) {
   PsServerOptions o;
   o.endpoint = "127.0.0.1:0";
@@ -33,6 +34,12 @@ std::unique_ptr<PsServer> StartServer(PsMode mode, int num_trainers) {
   emb.dim = 2;
   emb.rule = MakeUpdateRule(UpdateRuleConfig::Sgd(0.5f));
   server->AddSparseTable(emb);
+  SparseTableConfig wide;
+  wide.name = "wide";
+  wide.dim = 1;
+  wide.rule = MakeUpdateRule(UpdateRuleConfig::Sgd(0.5f));
+  wide.initializer = InitializerConfig::Uniform(-1, 1, 3);
+  server->AddSparseTable(wide);
   server->Start();
   return server;
 }
@@ -153,6 +160,29 @@ TEST(GeoCommunicator, TwoTrainersPushScaledDeltasEveryKSteps) {
   EXPECT_EQ(final[1], std::vector<float>(4, 0.0f));
   // Each trainer added 4 to the row over two steps, halved: 0 + 2 + 2.
   EXPECT_EQ(rows[0], (std::vector<float>{4.0f, 0.0f}));
+}
+
+// Prefetch brings every table's rows into the cache in one round trip:
+// with the servers gone, the lookups of the prefetched keys still read the
+// servers' rows (a repeated key and a key cached before included).
+TEST(GeoCommunicator, PrefetchedRowsAreReadWithoutTheServers) {
+  std::vector<std::unique_ptr<PsServer>> servers;
+  servers.push_back(StartServer(PsMode::kGeo, 1));
+  servers.push_back(StartServer(PsMode::kGeo, 1));
+  auto client = std::make_shared<PsClient>(
+      std::vector<std::string>{servers[0]->endpoint(), servers[1]->endpoint()}, 0, 1);
+  const std::vector<int64_t> emb_keys{3, 8, 3, 5}, wide_keys{2, 9, 4, 7, 10};
+  client->InitSparse("emb", std::vector<int64_t>{3, 8, 5},
+                     Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+  const std::vector<float> wide_rows = client->PullSparse("wide", wide_keys).ToVector<float>();
+  GeoCommunicator geo(client, {.k_steps = 100});
+  geo.AddSparse("emb");
+  geo.AddSparse("wide");
+  geo.PullSparse("wide", std::vector<int64_t>{9});  // cached before the prefetch
+  geo.Prefetch(std::vector<GeoCommunicator::TableKeys>{{"emb", emb_keys}, {"wide", wide_keys}});
+  servers.clear();
+  EXPECT_EQ(geo.PullSparse("emb", emb_keys).ToVector<float>(), (std::vector<float>{1, 2, 3, 4, 1, 2, 5, 6}));
+  EXPECT_EQ(geo.PullSparse("wide", wide_keys).ToVector<float>(), wide_rows);
 }
 
 TEST(TrainerRuntime, FinishFlushesTellsServersAndUninstalls) {

@@ -49,6 +49,12 @@ class GeoCommunicator::Impl {
   void SyncSparse(const std::string& name, Sparse& table);
   // The slot of each key, fetching rows not cached since the last sync.
   std::vector<uint32_t> Fetch(const std::string& name, Sparse& table, std::span<const int64_t> keys);
+  // Gives the keys not cached yet slots (their slot in *slots when set) and
+  // returns them: the rows to pull, in slot order.
+  static std::vector<int64_t> Admit(Sparse& table, std::span<const int64_t> keys, uint32_t* slots);
+  // The sink storing the pulled rows of `missing` (the last Admit's keys,
+  // from slot `first` on) as both their value and their base.
+  static PsClient::RowSink Store(const std::string& name, Sparse& table, size_t first);
   Sparse& Table(const std::string& name) {
     auto it = sparse.find(name);
     FLOTILLA_CHECK(it != sparse.end(), NotFound, "GEO communicator has no sparse table '", name, "'");
@@ -91,22 +97,25 @@ void GeoCommunicator::Init() {
   for (auto& [name, d] : impl_->dense) d.base = d.param.Clone();
 }
 
-std::vector<uint32_t> GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
-                                                   std::span<const int64_t> keys) {
-  std::vector<uint32_t> slots(keys.size());
+std::vector<int64_t> GeoCommunicator::Impl::Admit(Sparse& table, std::span<const int64_t> keys,
+                                                 uint32_t* slots) {
   std::vector<int64_t> missing;
+  constexpr size_t kAhead = 8;  // keys whose probe lines load while earlier keys are placed
+  for (size_t i = 0; i < std::min(kAhead, keys.size()); ++i) table.index.Prefetch(KeyIndex::Hash(keys[i]));
   for (size_t i = 0; i < keys.size(); ++i) {
+    if (i + kAhead < keys.size()) table.index.Prefetch(KeyIndex::Hash(keys[i + kAhead]));
     auto [slot, inserted] = table.index.FindOrInsert(keys[i], static_cast<uint32_t>(table.keys.size()));
-    slots[i] = slot;
+    if (slots != nullptr) slots[i] = slot;
     if (!inserted) continue;
     table.keys.push_back(keys[i]);
     missing.push_back(keys[i]);
   }
-  if (missing.empty()) return slots;
-  const size_t first = table.keys.size() - missing.size();  // slot of missing[0]
-  client->PullSparse(name, missing, [&](std::span<const uint32_t> positions, const float* rows,
-                                        int64_t dim) {
-    if (table.value.size() < table.keys.size() * dim) {  // first answer of this fetch
+  return missing;
+}
+
+PsClient::RowSink GeoCommunicator::Impl::Store(const std::string& name, Sparse& table, size_t first) {
+  return [&name, &table, first](std::span<const uint32_t> positions, const float* rows, int64_t dim) {
+    if (table.value.size() < table.keys.size() * dim) {  // first answer since keys were admitted
       table.dim = dim;
       table.value.resize(table.keys.size() * dim);
       table.base.resize(table.keys.size() * dim);
@@ -117,8 +126,29 @@ std::vector<uint32_t> GeoCommunicator::Impl::Fetch(const std::string& name, Spar
       CopyRow(table.value.data() + at, rows + j * dim, dim);
       CopyRow(table.base.data() + at, rows + j * dim, dim);
     }
-  });
+  };
+}
+
+std::vector<uint32_t> GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
+                                                   std::span<const int64_t> keys) {
+  std::vector<uint32_t> slots(keys.size());
+  const std::vector<int64_t> missing = Admit(table, keys, slots.data());
+  if (!missing.empty()) client->PullSparse(name, missing, Store(name, table, table.keys.size() - missing.size()));
   return slots;
+}
+
+void GeoCommunicator::Prefetch(std::span<const TableKeys> tables) {
+  std::vector<std::vector<int64_t>> missing;
+  missing.reserve(tables.size());  // the pulls' key spans point into it
+  std::vector<PsClient::TablePull> pulls;
+  for (const TableKeys& t : tables) {
+    Impl::Sparse& table = impl_->Table(t.name);
+    missing.push_back(Impl::Admit(table, t.keys, nullptr));
+    if (missing.back().empty()) continue;
+    const size_t first = table.keys.size() - missing.back().size();
+    pulls.push_back({t.name, missing.back(), Impl::Store(t.name, table, first)});
+  }
+  if (!pulls.empty()) impl_->client->PullSparseTables(pulls);
 }
 
 Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int64_t> keys) {

@@ -78,6 +78,25 @@ struct Cluster {
   std::vector<std::string> endpoints;
 };
 
+// Two async servers on loopback holding only the sparse tables `tables`.
+struct SparseServers {
+  explicit SparseServers(const std::vector<SparseTableConfig>& tables) {
+    for (int s = 0; s < 2; ++s) {
+      PsServerOptions o;
+      o.endpoint = "127.0.0.1:0";
+      o.server_index = s;
+      o.num_servers = 2;
+      o.mode = PsMode::kAsync;
+      servers.push_back(std::make_unique<PsServer>(o));
+      for (const auto& t : tables) servers.back()->AddSparseTable(t);
+      servers.back()->Start();
+      endpoints.push_back(servers.back()->endpoint());
+    }
+  }
+  std::vector<std::unique_ptr<PsServer>> servers;
+  std::vector<std::string> endpoints;
+};
+
 // A deterministic gradient for (trainer, step, index).
 float Grad(int trainer, int step, int64_t i) {
   return 0.01f * static_cast<float>((i * 7 + trainer * 13 + step * 5) % 17) - 0.08f;
@@ -302,29 +321,56 @@ TEST(PsService, SplitPullsReturnTheRowsOfOnePull) {
   for (int64_t j = 0; j < kDim; ++j) EXPECT_EQ(x.data<float>()[17 * kDim + j], one.data<float>()[j]);
 }
 
+// PullSparseTables: one call per server carries the keys of every table;
+// each table's sink gets exactly the rows one pull per table returns (the
+// same table twice included), and a table no server has is named.
+TEST(PsService, PullSparseTablesDeliversWhatOnePullPerTableReturns) {
+  SparseTableConfig wide = SparseCfg();
+  wide.name = "wide";
+  wide.dim = 1;
+  wide.initializer = InitializerConfig::Uniform(-1, 1, 5);
+  SparseServers cluster({SparseCfg(), wide});
+  PsClient client(cluster.endpoints, 0, 1);
+  const std::vector<int64_t> a{-9, 4, 17, 8, 23, 6}, b{5, 6, 7, -2}, c{4, 100, 31};
+  const std::vector<std::vector<float>> want{client.PullSparse("emb", a).ToVector<float>(),
+                                             client.PullSparse("wide", b).ToVector<float>(),
+                                             client.PullSparse("emb", c).ToVector<float>()};
+  std::vector<std::vector<float>> got(3);
+  std::vector<std::vector<int>> seen{std::vector<int>(a.size()), std::vector<int>(b.size()),
+                                     std::vector<int>(c.size())};
+  auto into = [&](size_t t, int64_t width) {
+    got[t].assign(want[t].size(), 0.0f);
+    return [&, t, width](std::span<const uint32_t> positions, const float* rows, int64_t dim) {
+      ASSERT_EQ(dim, width);
+      for (size_t j = 0; j < positions.size(); ++j) {
+        ++seen[t][positions[j]];
+        std::copy(rows + j * dim, rows + (j + 1) * dim, got[t].begin() + positions[j] * dim);
+      }
+    };
+  };
+  client.PullSparseTables(std::vector<PsClient::TablePull>{
+      {"emb", a, into(0, kDim)}, {"wide", b, into(1, 1)}, {"emb", c, into(2, kDim)}});
+  EXPECT_EQ(got, want);
+  for (const auto& s : seen) EXPECT_EQ(s, std::vector<int>(s.size(), 1));
+  try {
+    client.PullSparseTables(std::vector<PsClient::TablePull>{{"emb", a, into(0, kDim)}, {"nope", b, into(1, 1)}});
+    ADD_FAILURE() << "a pull of an unknown table succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'nope'"), std::string::npos) << e.what();
+  }
+}
+
 // Shrink reaches every server: rows unseen for a pass go on both.
 TEST(PsService, ShrinkEndsAPassOnEveryServer) {
-  std::vector<std::unique_ptr<PsServer>> servers;
-  std::vector<std::string> endpoints;
-  for (int s = 0; s < 2; ++s) {
-    PsServerOptions o;
-    o.endpoint = "127.0.0.1:0";
-    o.server_index = s;
-    o.num_servers = 2;
-    o.mode = PsMode::kAsync;
-    servers.push_back(std::make_unique<PsServer>(o));
-    SparseTableConfig c = SparseCfg();
-    c.accessor.delete_after_unseen_passes = 1;
-    servers.back()->AddSparseTable(c);
-    servers.back()->Start();
-    endpoints.push_back(servers.back()->endpoint());
-  }
-  PsClient client(endpoints, 0, 1);
+  SparseTableConfig c = SparseCfg();
+  c.accessor.delete_after_unseen_passes = 1;
+  SparseServers cluster({c});
+  PsClient client(cluster.endpoints, 0, 1);
   client.PullSparse("emb", std::vector<int64_t>{1, 2, 3, 4});
   EXPECT_EQ(client.Shrink(), 0);  // seen in the pass that ended
   client.PullSparse("emb", std::vector<int64_t>{1});
   EXPECT_EQ(client.Shrink(), 3);  // 2, 3, 4 unseen for a pass
-  EXPECT_EQ(servers[0]->sparse("emb").size() + servers[1]->sparse("emb").size(), 1);
+  EXPECT_EQ(cluster.servers[0]->sparse("emb").size() + cluster.servers[1]->sparse("emb").size(), 1);
 }
 
 // The sink receives every key exactly once, call by call, with its row;

@@ -114,6 +114,17 @@ class PsClient {
   using RowSink =
       std::function<void(std::span<const uint32_t> positions, const float* rows, int64_t dim)>;
   void PullSparse(const std::string& name, std::span<const int64_t> keys, const RowSink& sink);
+  // One table's part of PullSparseTables.
+  struct TablePull {
+    std::string table;
+    std::span<const int64_t> keys;
+    RowSink sink;
+  };
+  // The rows of several tables in one round trip: each server gets one call
+  // carrying its keys of every table, and each table's rows reach its sink
+  // as PullSparse(table, keys, sink) hands them over. A step that looks up
+  // two tables waits for one reply per server instead of two in sequence.
+  void PullSparseTables(std::span<const TablePull> pulls);
   // grads is [keys.size(), dim] float32. Keys may repeat.
   // `lr`: the step's learning rate when it is scheduled (unset: the
   // servers' constant rate).

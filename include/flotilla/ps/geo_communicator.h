@@ -50,6 +50,14 @@ class GeoCommunicator {
   // row per call, from the cache).
   void PullSparse(const std::string& name, std::span<const int64_t> keys,
                   const PsClient::RowSink& sink);
+  // Brings the rows of several tables' keys into the cache in one round
+  // trip (PsClient::PullSparseTables): a step's lookups then read every
+  // table locally instead of waiting on the servers once per table.
+  struct TableKeys {
+    std::string name;
+    std::span<const int64_t> keys;
+  };
+  void Prefetch(std::span<const TableKeys> tables);
   // Writes locally optimised rows back into the cache (keys from PullSparse).
   void UpdateSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& rows);
   // Local SGD in the cache: row(keys[i]) -= lr * grads[i], fetching rows

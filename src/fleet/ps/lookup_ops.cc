@@ -33,6 +33,8 @@ struct UniqueIds {
 UniqueIds Distinct(const int64_t* ids, int64_t n, int64_t padding_idx) {
   UniqueIds u;
   ps::KeyIndex index;
+  index.Reserve(static_cast<size_t>(n));
+  u.keys.reserve(static_cast<size_t>(n));
   u.position.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     if (ids[i] == padding_idx) { u.position[i] = -1; continue; }
@@ -99,6 +101,30 @@ void LookupKernel(ExecutionContext& ctx) {
   if (!u.keys.empty()) FillOutput(*rt, ctx.Attr<std::string>("table_name"), u, dim, o);
 }
 
+// GEO: the distinct ids of every lookup the step makes (Ids[i] of table
+// table_names[i]) reach the trainer's cache in one round trip to the
+// servers, so the lookups after it read locally instead of each waiting on
+// its own pull. Other modes pull in the lookups themselves.
+void PrefetchKernel(ExecutionContext& ctx) {
+  auto rt = ps::RequireTrainerRuntime("op 'ps_prefetch_sparse'");
+  if (rt->mode != ps::PsMode::kGeo) return;
+  const auto& tables = ctx.Attr<std::vector<std::string>>("table_names");
+  const auto& padding = ctx.Attr<std::vector<int64_t>>("padding_idxs");
+  const std::vector<const Tensor*> ids = ctx.MultiInput("Ids");
+  FLOTILLA_CHECK(ids.size() == tables.size() && padding.size() == tables.size(), InvalidArgument,
+                 ctx.Where(), ": ", ids.size(), " Ids inputs for ", tables.size(), " table_names and ",
+                 padding.size(), " padding_idxs");
+  std::vector<UniqueIds> distinct;
+  std::vector<ps::GeoCommunicator::TableKeys> want;
+  distinct.reserve(ids.size());  // want's spans point into it
+  for (size_t i = 0; i < ids.size(); ++i) {
+    FLOTILLA_CHECK(ids[i]->dtype() == DType::kInt64, InvalidArgument, ctx.Where(), ": Ids must be int64");
+    distinct.push_back(Distinct(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]));
+    want.push_back({tables[i], distinct.back().keys});
+  }
+  rt->geo->Prefetch(want);
+}
+
 // The clicks of the ids: the Click input holds one value per instance
 // (its label); an instance's ids share it. Empty without the input.
 std::vector<float> ClicksOfIds(const ExecutionContext& ctx, int64_t ids) {
@@ -160,6 +186,7 @@ void RegisterPsLookupOps() {
               .kernels = {{Place::Kind::kCPU, LookupKernel}},
               .default_attrs = {{"padding_idx", int64_t{-1}}, {"v2", false}},
               .no_grad_inputs = {"Ids"}});
+  r.Register({.type = "ps_prefetch_sparse", .kernels = {{Place::Kind::kCPU, PrefetchKernel}}});
   r.Register({.type = "distributed_lookup_table_grad",
               .kernels = {{Place::Kind::kCPU, LookupGradKernel}},
               .default_attrs = {{"padding_idx", int64_t{-1}}, {"with_stats", false}}});

@@ -14,6 +14,8 @@
 //   ps_recv           pulls the dense parameters Out (sync: from the
 //                     servers; async: the communicator's latest values)
 //   ps_geo_step       GEO: counts a local step; every k_steps pushes deltas
+//   ps_prefetch_sparse  GEO: the step's fed Ids of every lookup pulled into
+//                     the trainer's cache in one round trip
 //   distributed_lookup_table(_grad)  rows of a server table for Ids; the
 //                     gradient is a SelectedRows over Ids
 //   listen_and_serv   runs a PsServer with the tables in attribute "tables"
