@@ -12,6 +12,7 @@
 #include "ps/row_copy.h"
 #include "ps/rpc_fanout.h"
 #include "ps/rpc_trace.h"
+#include "ps/wire_rows.h"
 
 namespace flotilla::ps {
 
@@ -39,6 +40,11 @@ class PsClient::Impl {
     uint32_t ServerOf(size_t i) const { return server.empty() ? 0 : server[i]; }
   };
   KeyRoute Route(std::span<const int64_t> keys) const;
+  // The pull behind both PullSparse overloads: rows(positions, bytes, dim)
+  // receives rows [positions.size(), dim] as unaligned bytes straight from
+  // a reply (see PsClient::RowSink for the rest of the contract).
+  using RowBytes = std::function<void(std::span<const uint32_t> positions, const char* rows, int64_t dim)>;
+  void PullRows(const std::string& name, std::span<const int64_t> keys, const RowBytes& rows);
 
   std::vector<std::string> endpoints;
   int trainer_id;
@@ -129,9 +135,16 @@ CallPlan PlanCalls(const std::vector<size_t>& count, size_t split_keys, size_t m
 }
 
 // Visits the keys in order with the call each belongs to: fn(i, call).
+// When no server's share is split, a key's call is its server's one call.
 template <typename Fn>
 void ForEachPlannedKey(const CallPlan& plan, const PsClient::Impl::KeyRoute& route, size_t keys,
                        Fn&& fn) {
+  bool split = false;
+  for (size_t s = 0; s < route.count.size(); ++s) split |= route.count[s] > plan.part_size[s];
+  if (!split) {
+    for (size_t i = 0; i < keys; ++i) fn(i, plan.first[route.ServerOf(i)]);
+    return;
+  }
   std::vector<size_t> call(plan.first), left(plan.part_size);
   for (size_t i = 0; i < keys; ++i) {
     const uint32_t s = route.ServerOf(i);
@@ -145,40 +158,30 @@ void ForEachPlannedKey(const CallPlan& plan, const PsClient::Impl::KeyRoute& rou
 }
 
 // Fills each call's positions (and with kWithKeys its keys, at
-// key_out[c]) in key order, in one pass over the keys. When every server
-// has one call, a key's call is its server's; one server takes every key
-// in order.
+// key_out[c], unaligned) in key order, in one pass over the keys. One call
+// takes every key in order.
 template <bool kWithKeys>
 void PlaceKeys(const CallPlan& plan, const PsClient::Impl::KeyRoute& route,
                std::span<const int64_t> keys, std::vector<std::vector<uint32_t>>& positions,
-               int64_t* const* key_out) {
+               char* const* key_out) {
   const size_t calls = plan.server.size();
   if (calls == 1) {
     std::iota(positions[0].begin(), positions[0].end(), 0u);
-    if (kWithKeys) std::copy(keys.begin(), keys.end(), key_out[0]);
+    if (kWithKeys) std::memcpy(key_out[0], keys.data(), keys.size_bytes());
     return;
   }
   std::vector<uint32_t*> pos(calls);
-  std::vector<int64_t*> out(calls, nullptr);
+  std::vector<char*> out(calls, nullptr);
   for (size_t c = 0; c < calls; ++c) {
     pos[c] = positions[c].data();
     if (kWithKeys) out[c] = key_out[c];
   }
-  bool one_call_each = true;
-  for (size_t s = 0; s < route.count.size(); ++s) one_call_each &= route.count[s] <= plan.part_size[s];
-  if (one_call_each) {
-    const uint32_t* const server = route.server.data();
-    const size_t* const first = plan.first.data();
-    for (size_t i = 0; i < keys.size(); ++i) {
-      const size_t c = first[server[i]];
-      *pos[c]++ = static_cast<uint32_t>(i);
-      if (kWithKeys) *out[c]++ = keys[i];
-    }
-    return;
-  }
   ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {
     *pos[c]++ = static_cast<uint32_t>(i);
-    if (kWithKeys) *out[c]++ = keys[i];
+    if (kWithKeys) {
+      std::memcpy(out[c], &keys[i], sizeof(int64_t));
+      out[c] += sizeof(int64_t);
+    }
   });
 }
 
@@ -194,6 +197,15 @@ void DeliverRows(const std::string& ep, const std::string& name, const rpc::Spar
   auto values = AsSpan<float>(got.values(), "rows of '" + name + "'");
   FLOTILLA_ENFORCE_EQ(values.size(), positions.size() * dim, "rows of '", name, "' from ", ep);
   sink(positions, values.data(), dim);
+}
+
+// The full name of a method called with raw messages (see wire_rows.h):
+// "PullSparse", "PushDelta", else "PushSparse".
+const std::string& RawMethod(std::string_view method) {
+  static const std::string pull = StrCat("/", rpc::PsService::service_full_name(), "/PullSparse");
+  static const std::string push = StrCat("/", rpc::PsService::service_full_name(), "/PushSparse");
+  static const std::string delta = StrCat("/", rpc::PsService::service_full_name(), "/PushDelta");
+  return method == "PullSparse" ? pull : method == "PushDelta" ? delta : push;
 }
 
 // A pull's plan: shares above pull_split_keys are split, using at most
@@ -280,48 +292,88 @@ void PsClient::Impl::SendSparse(const char* method, const std::string& name,
   const CallPlan plan = PlanCalls(route.count, SIZE_MAX, 0);
   const size_t n = plan.server.size();
   const uint64_t id = NewRequestId();
-  rpc::PushSparseRequest* reqs = delta ? nullptr : Reused<rpc::PushSparseRequest>(n).data();
-  rpc::PushDeltaRequest* deltas = delta ? Reused<rpc::PushDeltaRequest>(n).data() : nullptr;
-  std::vector<rpc::Ack> acks(n);
+  rpc::PushSparseRequest push;
+  rpc::PushDeltaRequest push_delta;
+  push.set_trainer_id(trainer_id);
+  push.set_write(write);
+  push.set_request_id(id);
+  push_delta.set_trainer_id(trainer_id);
+  push_delta.set_request_id(id);
+  const google::protobuf::MessageLite& head = delta ? static_cast<const google::protobuf::MessageLite&>(push_delta) : push;
+  const int rows_field = delta ? int{rpc::PushDeltaRequest::kSparseFieldNumber}
+                               : int{rpc::PushSparseRequest::kTablesFieldNumber};
+  rpc::SparseRowsData rows_head;
+  rows_head.set_table(name);
+  if (lr) rows_head.set_learning_rate(*lr);
   auto& positions = ReusedPositions(plan.count);
   PlaceKeys<false>(plan, route, keys, positions, nullptr);
-  // A call's keys and rows are copied in when it is first issued, so the
-  // calls already started are on the wire while the next one is filled.
-  auto fill = [&](rpc::SparseRowsData* rows, size_t c) {
-    int64_t* key_out = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
-    float* value_out = ResizeAs<float>(rows->mutable_values(), plan.count[c] * dim).data();
+  // A call's keys and rows are gathered onto the wire when it is first
+  // issued, so the calls already started are on their way while the next
+  // one is filled.
+  std::vector<std::optional<RowsRequest>> reqs(n);
+  std::vector<grpc::ByteBuffer> acks(n);
+  auto fill = [&](size_t c) {
+    RowsRequest& req = reqs[c].emplace(head, rows_field, rows_head, plan.count[c], dim);
+    char* key_out = req.keys();
+    char* value_out = req.values();
+    const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
     for (uint32_t i : positions[c]) {
-      *key_out++ = keys[i];
+      std::memcpy(key_out, &keys[i], sizeof(int64_t));
+      key_out += sizeof(int64_t);
+      if (row_bytes == 0) continue;  // rows of width 0: no values field
       CopyRow(value_out, data + i * dim, dim);
-      value_out += dim;
+      value_out += row_bytes;
     }
   };
+  const std::string& rpc_method = RawMethod(delta ? "PushDelta" : "PushSparse");
   std::vector<ServerCall> calls;
   for (size_t c = 0; c < n; ++c) {
-    rpc::SparseRowsData* rows = delta ? deltas[c].add_sparse() : reqs[c].add_tables();
-    rows->set_table(name);
-    if (lr) rows->set_learning_rate(*lr);
-    if (delta) {
-      deltas[c].set_trainer_id(trainer_id);
-      deltas[c].set_request_id(id);
-    } else {
-      reqs[c].set_trainer_id(trainer_id);
-      reqs[c].set_write(write);
-      reqs[c].set_request_id(id);
-    }
-    calls.push_back({plan.server[c], [&fill, rows, c, filled = false, req = delta ? nullptr : &reqs[c],
-                                      dreq = delta ? &deltas[c] : nullptr,
-                                      ack = &acks[c]](Stub* stub, grpc::ClientContext* ctx, Done done) mutable {
-                       if (!filled) fill(rows, c);
-                       filled = true;
-                       if (dreq != nullptr) {
-                         stub->async()->PushDelta(ctx, dreq, ack, std::move(done));
-                       } else {
-                         stub->async()->PushSparse(ctx, req, ack, std::move(done));
-                       }
+    calls.push_back({plan.server[c], [&, c](Stub*, grpc::ClientContext* ctx, Done done) {
+                       if (!reqs[c]) fill(c);
+                       fanout.raw_stub(plan.server[c]).UnaryCall(ctx, rpc_method, grpc::StubOptions(),
+                                                                 &reqs[c]->buffer(), &acks[c], std::move(done));
                      }});
   }
   fanout.Run(method, calls);
+}
+
+void PsClient::Impl::PullRows(const std::string& name, std::span<const int64_t> keys,
+                              const RowBytes& rows) {
+  const RpcTag tag(name, static_cast<int64_t>(keys.size()),
+                   static_cast<int64_t>(keys.size() * sizeof(int64_t)));
+  const KeyRoute route = Route(keys);
+  const CallPlan plan = PlanPull(route.count, options);
+  const size_t n = plan.server.size();
+  rpc::PullSparseRequest head;
+  head.set_trainer_id(trainer_id);
+  rpc::SparseRowsData rows_head;
+  rows_head.set_table(name);
+  std::vector<RowsRequest> reqs;
+  std::vector<char*> key_out(n);
+  for (size_t c = 0; c < n; ++c) {
+    key_out[c] = reqs.emplace_back(head, rpc::PullSparseRequest::kTablesFieldNumber, rows_head,
+                                   plan.count[c], 0).keys();
+  }
+  auto& positions = ReusedPositions(plan.count);
+  PlaceKeys<true>(plan, route, keys, positions, key_out.data());
+  std::vector<grpc::ByteBuffer> replies(n);
+  int64_t dim = -1;
+  std::vector<ServerCall> calls;
+  for (size_t c = 0; c < n; ++c) {
+    auto start = [&, c](Stub*, grpc::ClientContext* ctx, Done done) {
+      fanout.raw_stub(plan.server[c]).UnaryCall(ctx, RawMethod("PullSparse"), grpc::StubOptions(),
+                                                &reqs[c].buffer(), &replies[c], std::move(done));
+    };
+    auto deliver = [&, c] {
+      const std::span<const uint32_t> at(positions[c]);
+      ReadPulledRows(replies[c], plan.count[c], name, endpoints[plan.server[c]], dim,
+                     [&](size_t first, const char* bytes, size_t count) {
+                       rows(at.subspan(first, count), bytes, dim);
+                     });
+    };
+    calls.push_back({plan.server[c], std::move(start), std::move(deliver)});
+  }
+  fanout.Run("PullSparse", calls);
 }
 
 // ---- PsClient ----
@@ -433,7 +485,7 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
     return;
   }
   float* dst = nullptr;
-  PullSparse(name, keys, [&](std::span<const uint32_t> positions, const float* rows, int64_t dim) {
+  impl_->PullRows(name, keys, [&](std::span<const uint32_t> positions, const char* rows, int64_t dim) {
     if (dst == nullptr) {
       dst = out->set_dtype(DType::kFloat32).Resize({int64_t(keys.size()), dim}).mutable_data<float>();
     }
@@ -441,38 +493,21 @@ void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys
   });
 }
 
+// Rows reach the sink as floats: a run the reply holds at an address that
+// is not a float's goes through an aligned buffer first.
 void PsClient::PullSparse(const std::string& name, std::span<const int64_t> keys,
                           const RowSink& sink) {
   if (keys.empty()) return;
-  const RpcTag tag(name, static_cast<int64_t>(keys.size()),
-                   static_cast<int64_t>(keys.size() * sizeof(int64_t)));
-  const Impl::KeyRoute route = impl_->Route(keys);
-  const CallPlan plan = PlanPull(route.count, impl_->options);
-  const size_t n = plan.server.size();
-  auto& reqs = Reused<rpc::PullSparseRequest>(n);
-  auto& resps = Reused<rpc::PullSparseResponse>(n);
-  auto& positions = ReusedPositions(plan.count);
-  std::vector<int64_t*> key_out(n);
-  std::vector<ServerCall> calls;
-  int64_t dim = -1;
-  for (size_t c = 0; c < n; ++c) {
-    reqs[c].set_trainer_id(impl_->trainer_id);
-    rpc::SparseRowsData* rows = reqs[c].add_tables();
-    rows->set_table(name);
-    key_out[c] = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
-    auto start = [req = &reqs[c], resp = &resps[c]](Stub* stub, grpc::ClientContext* ctx, Done done) {
-      stub->async()->PullSparse(ctx, req, resp, std::move(done));
-    };
-    auto deliver = [&, c] {
-      const std::string& ep = impl_->endpoints[plan.server[c]];
-      FLOTILLA_CHECK(resps[c].tables_size() == 1, Internal, "parameter server ", ep,
-                     " answered PullSparse of '", name, "' with ", resps[c].tables_size(), " tables");
-      DeliverRows(ep, name, resps[c].tables(0), positions[c], dim, sink);
-    };
-    calls.push_back({plan.server[c], std::move(start), std::move(deliver)});
-  }
-  PlaceKeys<true>(plan, route, keys, positions, key_out.data());
-  impl_->fanout.Run("PullSparse", calls);
+  std::vector<float> aligned;
+  impl_->PullRows(name, keys, [&](std::span<const uint32_t> positions, const char* rows, int64_t dim) {
+    if (reinterpret_cast<uintptr_t>(rows) % alignof(float) == 0) {
+      sink(positions, reinterpret_cast<const float*>(rows), dim);
+      return;
+    }
+    aligned.resize(positions.size() * static_cast<size_t>(dim));
+    std::memcpy(aligned.data(), rows, aligned.size() * sizeof(float));
+    sink(positions, aligned.data(), dim);
+  });
 }
 
 void PsClient::PullSparseTables(std::span<const TablePull> pulls) {
@@ -492,13 +527,13 @@ void PsClient::PullSparseTables(std::span<const TablePull> pulls) {
     const Impl::KeyRoute route = impl_->Route(pulls[t].keys);
     const CallPlan plan = PlanCalls(route.count, SIZE_MAX, SIZE_MAX);  // one call per server
     positions[t].resize(plan.server.size());
-    std::vector<int64_t*> key_out(plan.server.size());
+    std::vector<char*> key_out(plan.server.size());
     for (size_t c = 0; c < plan.server.size(); ++c) {
       const int s = plan.server[c];
       positions[t][c].resize(plan.count[c]);
       rpc::SparseRowsData* rows = reqs[s].add_tables();
       rows->set_table(pulls[t].table);
-      key_out[c] = ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data();
+      key_out[c] = reinterpret_cast<char*>(ResizeAs<int64_t>(rows->mutable_keys(), plan.count[c]).data());
       parts[s].emplace_back(t, c);
     }
     PlaceKeys<true>(plan, route, pulls[t].keys, positions[t], key_out.data());

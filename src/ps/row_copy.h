@@ -1,7 +1,8 @@
 // CopyRow: copies one row of `dim` floats. Sparse batches copy one short
 // row per key, where a memcpy call per row costs more than the copy: rows
 // of a multiple of 16 floats (one 64-byte cache line) copy as inlined
-// vector moves instead.
+// vector moves instead. Either side may be unaligned (rows read straight
+// from received RPC bytes).
 #pragma once
 
 #include <cstddef>
@@ -11,19 +12,26 @@
 
 namespace flotilla::ps {
 
-inline void CopyRow(float* dst, const float* src, size_t dim) {
+inline void CopyRow(void* dst, const void* src, size_t dim) {
   if (dim % 16 != 0) {
     std::memcpy(dst, src, dim * sizeof(float));
     return;
   }
-  for (size_t c = 0; c < dim; c += 16) std::memcpy(dst + c, src + c, 16 * sizeof(float));
+  constexpr size_t kLine = 16 * sizeof(float);
+  char* to = static_cast<char*>(dst);
+  const char* from = static_cast<const char*>(src);
+  for (size_t c = 0; c < dim * sizeof(float); c += kLine) std::memcpy(to + c, from + c, kLine);
 }
 
-// Row j of `rows` ([positions.size(), dim]) to row positions[j] of dst.
-inline void ScatterRows(std::span<const uint32_t> positions, const float* rows, int64_t dim,
+// Row j of `rows` ([positions.size(), dim] floats, possibly unaligned) to
+// row positions[j] of dst.
+inline void ScatterRows(std::span<const uint32_t> positions, const void* rows, int64_t dim,
                         float* dst) {
   const size_t d = static_cast<size_t>(dim);
-  for (size_t j = 0; j < positions.size(); ++j) CopyRow(dst + positions[j] * d, rows + j * d, d);
+  const char* from = static_cast<const char*>(rows);
+  for (size_t j = 0; j < positions.size(); ++j) {
+    CopyRow(dst + positions[j] * d, from + j * d * sizeof(float), d);
+  }
 }
 
 }  // namespace flotilla::ps

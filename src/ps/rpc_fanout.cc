@@ -48,7 +48,11 @@ std::string TlsHint(const TlsFiles& tls) {
 
 RpcFanout::RpcFanout(const std::vector<std::string>& endpoints, const PsClientOptions& options)
     : endpoints_(endpoints), options_(options), wire_token_(WireToken(options.token)) {
-  for (const auto& ep : endpoints_) stubs_.push_back(rpc::PsService::NewStub(MakeChannel(ep, options_)));
+  for (const auto& ep : endpoints_) {
+    auto channel = MakeChannel(ep, options_);
+    stubs_.push_back(rpc::PsService::NewStub(channel));
+    raw_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+  }
 }
 
 RpcFanout::~RpcFanout() = default;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "flotilla/ps/client.h"
@@ -18,7 +19,7 @@
 namespace flotilla::ps {
 
 // One server's part of a fanned-out call. `start` issues the RPC on the
-// stub with the given context and must arrange for `done` to be called
+// stub (or on RpcFanout::raw_stub of the same server) with the given context and must arrange for `done` to be called
 // exactly once (the callback API does). It may be called again on retry;
 // response messages are overwritten by each attempt. `on_ok`, when set,
 // runs on the waiting thread as soon as this call succeeded, while the
@@ -45,6 +46,9 @@ class RpcFanout {
     Run(method, calls, options_.rpc_timeout);
   }
   const std::string& endpoint(int server) const { return endpoints_[server]; }
+  // The server's channel for calls whose messages the caller encodes and
+  // decodes itself (see wire_rows.h). Thread-safe.
+  grpc::GenericStub& raw_stub(int server) const { return *raw_stubs_[server]; }
 
  private:
   struct Outcome {
@@ -63,6 +67,7 @@ class RpcFanout {
   PsClientOptions options_;
   std::string wire_token_;  // WireToken(options_.token), sent with every call
   std::vector<std::unique_ptr<rpc::PsService::Stub>> stubs_;
+  std::vector<std::unique_ptr<grpc::GenericStub>> raw_stubs_;  // on the same channels
 };
 
 }  // namespace flotilla::ps
