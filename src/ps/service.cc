@@ -9,6 +9,7 @@
 #include "flotilla/trace/standard_metrics.h"
 #include "ps/payload.h"
 #include "ps/rpc_trace.h"
+#include "ps/wire_rows.h"
 
 namespace flotilla::ps {
 
@@ -31,30 +32,30 @@ std::string WireToken(const std::string& token) {
 }
 
 // Logged at the 1st, 10th, 100th... refusal: a misconfigured trainer retries.
-grpc::Status PsServiceImpl::Refuse(const grpc::ServerContext& ctx) {
+grpc::Status PsServiceImpl::Refuse(const std::string& peer) {
   const int64_t n = ++state_->refused;
   trace::RecordAuthRefusal("ps");
   int64_t p = 1;
   while (p < n) p *= 10;
   if (p == n) {
     log::Warn("parameter server {}: refused {} at {} (missing or wrong job secret; {} so far)",
-              state_->options.server_index, ctx.peer(), state_->options.endpoint, n);
+              state_->options.server_index, peer, state_->options.endpoint, n);
   }
   return {grpc::StatusCode::PERMISSION_DENIED,
-          StrCat("request from ", ctx.peer(), " refused by parameter server ",
+          StrCat("request from ", peer, " refused by parameter server ",
                  state_->options.server_index,
                  ": missing or wrong parameter-server token (the job secret: "
                  "FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET must be the servers')")};
 }
 
-template <typename Fn>
-grpc::Status PsServiceImpl::Guarded(grpc::ServerContext* ctx, Fn&& fn) {
+template <typename Context, typename Fn>
+grpc::Status PsServiceImpl::Guarded(Context* ctx, Fn&& fn) {
   const std::string& token = state_->wire_token;
   if (!token.empty()) {
     auto it = ctx->client_metadata().find(kTokenMetadata);
     const bool ok = it != ctx->client_metadata().end() &&
                     SecretEquals(std::string_view(it->second.data(), it->second.size()), token);
-    if (!ok) return Refuse(*ctx);
+    if (!ok) return Refuse(ctx->peer());
   }
   try {
     fn();
@@ -125,38 +126,92 @@ grpc::Status PsServiceImpl::PushDense(grpc::ServerContext* ctx, const rpc::PushD
 grpc::Status PsServiceImpl::PullSparse(grpc::ServerContext* ctx, const rpc::PullSparseRequest* req,
                                        rpc::PullSparseResponse* resp) {
   const ServedCall served("PullSparse", FirstTable(req->tables()), req->trainer_id());
-  return Guarded(ctx, [&] {
-    for (const auto& in : req->tables()) {
+  return Guarded(ctx, [&] { PullTables(*req, resp); });
+}
+
+void PsServiceImpl::PullTables(const rpc::PullSparseRequest& req, rpc::PullSparseResponse* resp) {
+  for (const auto& in : req.tables()) {
+    SparseTable& table = state_->Sparse(in.table());
+    auto keys = AsSpan<int64_t>(in.keys(), "sparse table '" + in.table() + "' keys");
+    auto* out = resp->add_tables();
+    out->set_table(in.table());
+    out->set_dim(table.dim());
+    table.Pull(keys, ResizeAs<float>(out->mutable_values(), keys.size() * table.dim()));
+  }
+}
+
+// One table (every PsClient::PullSparse): its rows go straight into the
+// reply's bytes. Several (PullSparseTables): the typed handler's reply,
+// serialised.
+grpc::ServerUnaryReactor* PsServiceImpl::PullSparse(grpc::CallbackServerContext* ctx,
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* reply) {
+  rpc::PullSparseRequest req;
+  grpc::ByteBuffer bytes(*request);  // shares the slices; Deserialize consumes its argument
+  grpc::Status status = grpc::SerializationTraits<rpc::PullSparseRequest>::Deserialize(&bytes, &req);
+  if (status.ok()) {
+    const ServedCall served("PullSparse", FirstTable(req.tables()), req.trainer_id());
+    rpc::PullSparseResponse typed;
+    status = Guarded(ctx, [&] {
+      if (req.tables_size() != 1) return PullTables(req, &typed);
+      const rpc::SparseRowsData& in = req.tables(0);
       SparseTable& table = state_->Sparse(in.table());
       auto keys = AsSpan<int64_t>(in.keys(), "sparse table '" + in.table() + "' keys");
-      auto* out = resp->add_tables();
-      out->set_table(in.table());
-      out->set_dim(table.dim());
-      table.Pull(keys, ResizeAs<float>(out->mutable_values(), keys.size() * table.dim()));
+      PulledRowsReply rows(in.table(), keys.size(), table.dim());
+      table.Pull(keys, rows.rows());
+      *reply = std::move(rows.buffer());
+    });
+    if (status.ok() && req.tables_size() != 1) {
+      bool own = false;
+      status = grpc::SerializationTraits<rpc::PullSparseResponse>::Serialize(typed, reply, &own);
     }
-  });
+  }
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
 }
 
 grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::PushSparseRequest* req,
                                        rpc::Ack*) {
   const ServedCall served("PushSparse", FirstTable(req->tables()), req->trainer_id());
-  return Guarded(ctx, [&] {
-    if (!state_->dedup.FirstTime(req->request_id())) return;  // a retry of an applied push
-    const bool sync = state_->options.mode == PsMode::kSync;
-    for (const auto& in : req->tables()) {
-      SparseTable& table = state_->Sparse(in.table());
-      const std::string what = "sparse table '" + in.table() + "'";
-      auto keys = AsSpan<int64_t>(in.keys(), what + " keys");
-      auto values = AsSpan<float>(in.values(), what + " values");
-      if (req->write() == rpc::OVERWRITE) {
-        table.Set(keys, values);
-      } else if (sync) {
-        table.Accumulate(keys, values, RateOf(in));
-      } else {
-        table.Push(keys, values, RateOf(in));
-      }
+  return Guarded(ctx, [&] { PushTables(*req); });
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::PushSparse(grpc::CallbackServerContext* ctx,
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* reply) {
+  rpc::PushSparseRequest req;
+  grpc::ByteBuffer bytes(*request);  // shares the slices; Deserialize consumes its argument
+  grpc::Status status = grpc::SerializationTraits<rpc::PushSparseRequest>::Deserialize(&bytes, &req);
+  if (status.ok()) {
+    const ServedCall served("PushSparse", FirstTable(req.tables()), req.trainer_id());
+    status = Guarded(ctx, [&] { PushTables(req); });
+  }
+  if (status.ok()) {
+    bool own = false;
+    status = grpc::SerializationTraits<rpc::Ack>::Serialize(rpc::Ack(), reply, &own);
+  }
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+void PsServiceImpl::PushTables(const rpc::PushSparseRequest& req) {
+  if (!state_->dedup.FirstTime(req.request_id())) return;  // a retry of an applied push
+  const bool sync = state_->options.mode == PsMode::kSync;
+  for (const auto& in : req.tables()) {
+    SparseTable& table = state_->Sparse(in.table());
+    const std::string what = "sparse table '" + in.table() + "'";
+    auto keys = AsSpan<int64_t>(in.keys(), what + " keys");
+    auto values = AsSpan<float>(in.values(), what + " values");
+    if (req.write() == rpc::OVERWRITE) {
+      table.Set(keys, values);
+    } else if (sync) {
+      table.Accumulate(keys, values, RateOf(in));
+    } else {
+      table.Push(keys, values, RateOf(in));
     }
-  });
+  }
 }
 
 grpc::Status PsServiceImpl::PushDelta(grpc::ServerContext* ctx, const rpc::PushDeltaRequest* req,

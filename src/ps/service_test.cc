@@ -432,9 +432,17 @@ TEST(PsService, WrongTokenIsRefusedAndSaysSo) {
         << e.what();
   }
   EXPECT_THROW(cluster.Client(0, 1)->PullDense("b", &b), InvalidArgument);  // no token
+  // The sparse calls (served on the callback API) check the token too.
+  const std::vector<int64_t> keys{1, 2};
+  Tensor rows;
+  EXPECT_THROW(cluster.Client(0, 1, bad)->PullSparse("emb", keys, &rows), InvalidArgument);
+  EXPECT_THROW(cluster.Client(0, 1, bad)->PushSparse("emb", keys, Tensor(DType::kFloat32, {2, kDim})),
+               InvalidArgument);
   PsClientOptions good;
   good.token = "s3cret";
   cluster.Client(0, 1, good)->PullDense("b", &b);
+  cluster.Client(0, 1, good)->PullSparse("emb", keys, &rows);
+  EXPECT_EQ(rows.dim(1), kDim);
 }
 
 // A refusal names the caller's address (in the server's log and in the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -54,6 +55,41 @@ RowsRequest::RowsRequest(const pb::MessageLite& head, int rows_field,
     values_ = reinterpret_cast<char*>(at);
   }
   grpc::Slice owned(slice, grpc::Slice::STEAL_REF);
+  buffer_ = grpc::ByteBuffer(&owned, 1);
+}
+
+namespace {
+
+constexpr size_t kLine = 64;
+
+void FreeLineAligned(void* block) { ::operator delete(block, std::align_val_t{kLine}); }
+
+}  // namespace
+
+// Laid out as protobuf writes the message (table, values, dim), in a
+// block whose payload is placed so that the floats start on a cache line.
+PulledRowsReply::PulledRowsReply(const std::string& table, size_t n, int64_t dim) {
+  const size_t value_bytes = n * static_cast<size_t>(dim) * sizeof(float);
+  const size_t dim_bytes = dim > 0 ? CodedOutputStream::VarintSize32(Wire::MakeTag(
+                                         rpc::SparseRowsData::kDimFieldNumber, Wire::WIRETYPE_VARINT)) +
+                                         CodedOutputStream::VarintSize64(static_cast<uint64_t>(dim))
+                                   : 0;
+  const size_t rows_bytes = FieldSize(rpc::SparseRowsData::kTableFieldNumber, table.size()) +
+                            FieldSize(rpc::SparseRowsData::kValuesFieldNumber, value_bytes) + dim_bytes;
+  const size_t total = FieldSize(rpc::PullSparseResponse::kTablesFieldNumber, rows_bytes);
+  const size_t before_values = total - value_bytes - dim_bytes;
+  void* block = ::operator new(total + kLine, std::align_val_t{kLine});
+  uint8_t* const start = static_cast<uint8_t*>(block) + (kLine - before_values % kLine) % kLine;
+  uint8_t* at = BeginField(rpc::PullSparseResponse::kTablesFieldNumber, rows_bytes, start);
+  at = BeginField(rpc::SparseRowsData::kTableFieldNumber, table.size(), at);
+  at = std::copy(table.begin(), table.end(), at);
+  at = BeginField(rpc::SparseRowsData::kValuesFieldNumber, value_bytes, at);
+  rows_ = {reinterpret_cast<float*>(at), value_bytes / sizeof(float)};
+  if (dim > 0) {
+    at = Wire::WriteInt64ToArray(rpc::SparseRowsData::kDimFieldNumber, dim, at + value_bytes);
+  }
+  grpc::Slice owned(grpc_slice_new_with_user_data(start, total, FreeLineAligned, block),
+                    grpc::Slice::STEAL_REF);
   buffer_ = grpc::ByteBuffer(&owned, 1);
 }
 

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include <google/protobuf/message_lite.h>
@@ -39,6 +40,21 @@ class RowsRequest {
   grpc::ByteBuffer buffer_;
   char* keys_ = nullptr;
   char* values_ = nullptr;
+};
+
+// A PullSparseResponse of one table's `n` rows of `dim` floats, which the
+// server writes in place at rows() (aligned for floats and on a cache
+// line) before sending the buffer: the reply is never copied.
+class PulledRowsReply {
+ public:
+  PulledRowsReply(const std::string& table, size_t n, int64_t dim);
+
+  std::span<float> rows() const { return rows_; }
+  grpc::ByteBuffer& buffer() { return buffer_; }
+
+ private:
+  grpc::ByteBuffer buffer_;
+  std::span<float> rows_;
 };
 
 // Rows of a reply, in order: take(first, rows, n) receives rows first ..
