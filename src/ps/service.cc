@@ -140,19 +140,41 @@ void PsServiceImpl::PullTables(const rpc::PullSparseRequest& req, rpc::PullSpars
   }
 }
 
+namespace {
+
+// Serves a call of the callback API: its request parsed as Req, then
+// handle(req) gives the status the call finishes with.
+template <typename Req, typename Handle>
+grpc::ServerUnaryReactor* ServeRaw(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                   Handle&& handle) {
+  Req req;
+  grpc::ByteBuffer bytes(*request);  // shares the slices; Deserialize consumes its argument
+  grpc::Status status = grpc::SerializationTraits<Req>::Deserialize(&bytes, &req);
+  if (status.ok()) status = handle(req);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+// `msg` serialised into *reply when `status` is OK; the status.
+template <typename Msg>
+grpc::Status ReplyWith(grpc::Status status, const Msg& msg, grpc::ByteBuffer* reply) {
+  bool own = false;
+  return status.ok() ? grpc::SerializationTraits<Msg>::Serialize(msg, reply, &own) : status;
+}
+
+}  // namespace
+
 // One table (every PsClient::PullSparse): its rows go straight into the
 // reply's bytes. Several (PullSparseTables): the typed handler's reply,
 // serialised.
 grpc::ServerUnaryReactor* PsServiceImpl::PullSparse(grpc::CallbackServerContext* ctx,
                                                      const grpc::ByteBuffer* request,
                                                      grpc::ByteBuffer* reply) {
-  rpc::PullSparseRequest req;
-  grpc::ByteBuffer bytes(*request);  // shares the slices; Deserialize consumes its argument
-  grpc::Status status = grpc::SerializationTraits<rpc::PullSparseRequest>::Deserialize(&bytes, &req);
-  if (status.ok()) {
+  return ServeRaw<rpc::PullSparseRequest>(ctx, request, [&](const rpc::PullSparseRequest& req) {
     const ServedCall served("PullSparse", FirstTable(req.tables()), req.trainer_id());
     rpc::PullSparseResponse typed;
-    status = Guarded(ctx, [&] {
+    const grpc::Status status = Guarded(ctx, [&] {
       if (req.tables_size() != 1) return PullTables(req, &typed);
       const rpc::SparseRowsData& in = req.tables(0);
       SparseTable& table = state_->Sparse(in.table());
@@ -161,14 +183,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::PullSparse(grpc::CallbackServerContext*
       table.Pull(keys, rows.rows());
       *reply = std::move(rows.buffer());
     });
-    if (status.ok() && req.tables_size() != 1) {
-      bool own = false;
-      status = grpc::SerializationTraits<rpc::PullSparseResponse>::Serialize(typed, reply, &own);
-    }
-  }
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
+    return req.tables_size() == 1 ? status : ReplyWith(status, typed, reply);
+  });
 }
 
 grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::PushSparseRequest* req,
@@ -180,20 +196,10 @@ grpc::Status PsServiceImpl::PushSparse(grpc::ServerContext* ctx, const rpc::Push
 grpc::ServerUnaryReactor* PsServiceImpl::PushSparse(grpc::CallbackServerContext* ctx,
                                                      const grpc::ByteBuffer* request,
                                                      grpc::ByteBuffer* reply) {
-  rpc::PushSparseRequest req;
-  grpc::ByteBuffer bytes(*request);  // shares the slices; Deserialize consumes its argument
-  grpc::Status status = grpc::SerializationTraits<rpc::PushSparseRequest>::Deserialize(&bytes, &req);
-  if (status.ok()) {
+  return ServeRaw<rpc::PushSparseRequest>(ctx, request, [&](const rpc::PushSparseRequest& req) {
     const ServedCall served("PushSparse", FirstTable(req.tables()), req.trainer_id());
-    status = Guarded(ctx, [&] { PushTables(req); });
-  }
-  if (status.ok()) {
-    bool own = false;
-    status = grpc::SerializationTraits<rpc::Ack>::Serialize(rpc::Ack(), reply, &own);
-  }
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
+    return ReplyWith(Guarded(ctx, [&] { PushTables(req); }), rpc::Ack(), reply);
+  });
 }
 
 void PsServiceImpl::PushTables(const rpc::PushSparseRequest& req) {
