@@ -2,16 +2,15 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 #include <vector>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
-#include <grpc/slice.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/support/slice.h>
 
 #include "flotilla/common/enforce.h"
+#include "ps/payload_blocks.h"
 
 namespace flotilla::ps {
 
@@ -42,10 +41,8 @@ RowsRequest::RowsRequest(const pb::MessageLite& head, int rows_field,
   const size_t rows_bytes = rows_head.ByteSizeLong() +
                             FieldSize(rpc::SparseRowsData::kKeysFieldNumber, key_bytes) +
                             (width > 0 ? FieldSize(rpc::SparseRowsData::kValuesFieldNumber, value_bytes) : 0);
-  // A large slice always lives on the heap (a small one would be inlined
-  // into the slice struct, which moves).
-  grpc_slice slice = grpc_slice_malloc_large(head_bytes + FieldSize(rows_field, rows_bytes));
-  uint8_t* at = head.SerializeWithCachedSizesToArray(GRPC_SLICE_START_PTR(slice));
+  const PayloadSlice slice = NewPayloadSlice(head_bytes + FieldSize(rows_field, rows_bytes));
+  uint8_t* at = head.SerializeWithCachedSizesToArray(slice.data);
   at = BeginField(rows_field, rows_bytes, at);
   at = rows_head.SerializeWithCachedSizesToArray(at);
   keys_ = reinterpret_cast<char*>(BeginField(rpc::SparseRowsData::kKeysFieldNumber, key_bytes, at));
@@ -54,20 +51,12 @@ RowsRequest::RowsRequest(const pb::MessageLite& head, int rows_field,
                     reinterpret_cast<uint8_t*>(keys_) + key_bytes);
     values_ = reinterpret_cast<char*>(at);
   }
-  grpc::Slice owned(slice, grpc::Slice::STEAL_REF);
+  grpc::Slice owned(slice.slice, grpc::Slice::STEAL_REF);
   buffer_ = grpc::ByteBuffer(&owned, 1);
 }
 
-namespace {
-
-constexpr size_t kLine = 64;
-
-void FreeLineAligned(void* block) { ::operator delete(block, std::align_val_t{kLine}); }
-
-}  // namespace
-
 // Laid out as protobuf writes the message (table, values, dim), in a
-// block whose payload is placed so that the floats start on a cache line.
+// payload block placed so that the floats start on a cache line.
 PulledRowsReply::PulledRowsReply(const std::string& table, size_t n, int64_t dim) {
   const size_t value_bytes = n * static_cast<size_t>(dim) * sizeof(float);
   const size_t dim_bytes = dim > 0 ? CodedOutputStream::VarintSize32(Wire::MakeTag(
@@ -78,9 +67,8 @@ PulledRowsReply::PulledRowsReply(const std::string& table, size_t n, int64_t dim
                             FieldSize(rpc::SparseRowsData::kValuesFieldNumber, value_bytes) + dim_bytes;
   const size_t total = FieldSize(rpc::PullSparseResponse::kTablesFieldNumber, rows_bytes);
   const size_t before_values = total - value_bytes - dim_bytes;
-  void* block = ::operator new(total + kLine, std::align_val_t{kLine});
-  uint8_t* const start = static_cast<uint8_t*>(block) + (kLine - before_values % kLine) % kLine;
-  uint8_t* at = BeginField(rpc::PullSparseResponse::kTablesFieldNumber, rows_bytes, start);
+  const PayloadSlice slice = NewPayloadSlice(total, before_values);
+  uint8_t* at = BeginField(rpc::PullSparseResponse::kTablesFieldNumber, rows_bytes, slice.data);
   at = BeginField(rpc::SparseRowsData::kTableFieldNumber, table.size(), at);
   at = std::copy(table.begin(), table.end(), at);
   at = BeginField(rpc::SparseRowsData::kValuesFieldNumber, value_bytes, at);
@@ -88,8 +76,7 @@ PulledRowsReply::PulledRowsReply(const std::string& table, size_t n, int64_t dim
   if (dim > 0) {
     at = Wire::WriteInt64ToArray(rpc::SparseRowsData::kDimFieldNumber, dim, at + value_bytes);
   }
-  grpc::Slice owned(grpc_slice_new_with_user_data(start, total, FreeLineAligned, block),
-                    grpc::Slice::STEAL_REF);
+  grpc::Slice owned(slice.slice, grpc::Slice::STEAL_REF);
   buffer_ = grpc::ByteBuffer(&owned, 1);
 }
 
