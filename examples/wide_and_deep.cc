@@ -34,6 +34,7 @@
 // worker's last line is {"role":"heter_worker","endpoint":…}.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -90,6 +91,7 @@ struct Flags {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   int pipeline_depth = 2;
+  int prefetch_batches = 2;  // GEO: batches whose rows are pulled ahead
   std::vector<std::string> boundary_vars;
 };
 
@@ -228,7 +230,16 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
   const int64_t per_pass = (f.train_samples + f.passes - 1) / f.passes;
   auto start = std::chrono::steady_clock::now();
   const bool heter = fleet::is_heter_job();
-  while (auto b = train.Next(f.batch_size)) {
+  std::deque<ctr::CtrBatch> queue;  // this batch, then the ones whose rows are on the way
+  while (true) {
+    for (std::optional<ctr::CtrBatch> n; queue.size() <= static_cast<size_t>(f.prefetch_batches);) {
+      if (!(n = train.Next(f.batch_size))) break;
+      if (!queue.empty()) fleet::prefetch_sparse(Feed(m, *n));  // GEO: pulled while earlier batches compute
+      queue.push_back(std::move(*n));
+    }
+    if (queue.empty()) break;
+    const std::optional<ctr::CtrBatch> b = std::move(queue.front());
+    queue.pop_front();
     // Heterogeneous jobs return the loss of an earlier batch (none while
     // the pipeline fills).
     auto out = heter ? fleet::heter_train_step(exe, Feed(m, *b), {m.loss.name()})
@@ -342,6 +353,8 @@ int main(int argc, char** argv) {
   app.add_option("--skip_samples", f.skip_samples, "skip this many training samples first");
   app.add_option("--checkpoint_dir", f.checkpoint_dir, "fleet checkpoints: resume from the newest, save here");
   app.add_option("--checkpoint_every", f.checkpoint_every, "save a checkpoint every this many steps");
+  app.add_option("--prefetch_batches", f.prefetch_batches, "GEO: batches whose sparse rows are pulled ahead")
+      ->check(CLI::Range(0, 3));
   app.add_option("--pipeline_depth", f.pipeline_depth, "heter jobs: mini-batches in flight per trainer")
       ->check(CLI::PositiveNumber);
   app.add_option("--boundary_vars", f.boundary_vars, "heter jobs: variables cut between trainer and heter worker");

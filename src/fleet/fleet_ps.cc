@@ -123,8 +123,36 @@ int64_t Fleet::shrink() {
   return dropped;
 }
 
+void Fleet::prefetch_sparse(const FeedMap& next_feed) {
+  CheckInit("prefetch_sparse");
+  auto rt = ps::CurrentTrainerRuntime();
+  if (rt == nullptr || rt->geo == nullptr || main_ == nullptr) return;
+  const Block& b = main_->global_block();
+  if (b.op_size() < 2 || b.op(1).type != "ps_prefetch_sparse") return;
+  const OpDesc& op = b.op(1);
+  const auto& ids = op.Inputs("Ids");
+  const auto& tables = op.Attr<std::vector<std::string>>("table_names");
+  const auto& padding = op.Attr<std::vector<int64_t>>("padding_idxs");
+  std::vector<std::vector<int64_t>> keys(ids.size());
+  std::vector<ps::GeoCommunicator::TableKeys> next;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = next_feed.find(ids[i]);
+    FLOTILLA_CHECK(it != next_feed.end() && it->second.dtype() == DType::kInt64, InvalidArgument,
+                   "fleet::prefetch_sparse: the feed needs int64 '", ids[i], "', the ids of sparse table '",
+                   tables[i], "'");
+    const int64_t* id = it->second.data<int64_t>();
+    for (int64_t j = 0; j < it->second.numel(); ++j) {
+      if (id[j] != padding[i]) keys[i].push_back(id[j]);
+    }
+    next.push_back({tables[i], keys[i]});
+  }
+  rt->geo->PrefetchNext(next);
+}
+
 void Fleet::SavePsTables(const std::string& dir) {
-  ps::RequireTrainerRuntime("fleet::save_persistables")->client->Save(dir);
+  auto rt = ps::RequireTrainerRuntime("fleet::save_persistables");
+  if (rt->geo) rt->geo->Wait();  // the last sync's deltas are in the tables saved
+  rt->client->Save(dir);
 }
 
 void init_server(const std::string& model_dir) { default_fleet().init_server(model_dir); }
@@ -132,5 +160,6 @@ void run_server() { default_fleet().run_server(); }
 void init_worker(bool servers_loaded) { default_fleet().init_worker(servers_loaded); }
 void stop_worker() { default_fleet().stop_worker(); }
 int64_t shrink() { return default_fleet().shrink(); }
+void prefetch_sparse(const FeedMap& next_feed) { default_fleet().prefetch_sparse(next_feed); }
 
 }  // namespace flotilla::fleet

@@ -8,6 +8,7 @@
 #include "flotilla/ps/geo_communicator.h"
 #include "flotilla/ps/server.h"
 #include "flotilla/ps/trainer_runtime.h"
+#include "flotilla/trace/metrics.h"
 
 namespace flotilla::ps {
 namespace {
@@ -132,7 +133,7 @@ TEST(GeoCommunicator, TwoTrainersPushScaledDeltasEveryKSteps) {
   std::vector<std::vector<float>> rows(2);
   auto trainer = [&](int id) {
     auto client = std::make_shared<PsClient>(eps, id, 2);
-    GeoCommunicator geo(client, {.k_steps = 2});
+    GeoCommunicator geo(client, {.k_steps = 2, .background_sync = false});
     Tensor w = Filled(id == 0 ? 3.0f : 9.0f, {4});  // trainer 0's values win at Init
     geo.AddDense("w", w);
     geo.AddSparse("emb");
@@ -162,6 +163,48 @@ TEST(GeoCommunicator, TwoTrainersPushScaledDeltasEveryKSteps) {
   EXPECT_EQ(rows[0], (std::vector<float>{4.0f, 0.0f}));
 }
 
+// Background syncs lose and repeat nothing: whatever the timing, the
+// servers end with the seed plus every trainer's scaled local progress,
+// dense and sparse, and a trainer's progress made while its sync was on
+// the wire is kept and pushed by a later sync.
+TEST(GeoCommunicator, BackgroundSyncsPushEveryLocalChangeOnce) {
+  auto server = StartServer(PsMode::kGeo, 2);
+  const std::vector<std::string> eps{server->endpoint()};
+  std::vector<std::vector<float>> local(2);
+  auto trainer = [&](int id) {
+    auto client = std::make_shared<PsClient>(eps, id, 2);
+    GeoCommunicator geo(client, {.k_steps = 2, .background_sync = true});
+    Tensor w = Filled(3.0f, {4});
+    geo.AddDense("w", w);
+    geo.AddSparse("emb");
+    geo.Init();
+    const std::vector<int64_t> key{7};
+    for (int step = 0; step < 7; ++step) {
+      float* p = w.mutable_data<float>();
+      for (int i = 0; i < 4; ++i) p[i] -= (id + 1) * 1.0f;
+      Tensor r = geo.PullSparse("emb", key);
+      r.mutable_data<float>()[1] += 2.0f;
+      geo.UpdateSparse("emb", key, r);
+      EXPECT_EQ(geo.Step(), step % 2 == 1);
+    }
+    geo.Sync();  // the last step's change, after the background one
+    local[id] = w.ToVector<float>();
+    client->Barrier();
+  };
+  std::thread t0(trainer, 0), t1(trainer, 1);
+  t0.join();
+  t1.join();
+  PsClient reader(eps, 0, 2);
+  Tensor w(DType::kFloat32, {4});
+  reader.PullDense("w", &w);
+  // 3 - (7 * 1 + 7 * 2) / 2 and 0 + (7 * 2 + 7 * 2) / 2.
+  EXPECT_EQ(w.ToVector<float>(), std::vector<float>(4, -7.5f));
+  EXPECT_EQ(reader.PullSparse("emb", std::vector<int64_t>{7}).ToVector<float>(), (std::vector<float>{0.0f, 14.0f}));
+  for (const auto& values : local) {  // each saw at least its own progress
+    EXPECT_LE(values[0], 3.0f - 3.5f) << values[0];
+  }
+}
+
 // Prefetch brings every table's rows into the cache in one round trip:
 // with the servers gone, the lookups of the prefetched keys still read the
 // servers' rows (a repeated key and a key cached before included).
@@ -183,6 +226,48 @@ TEST(GeoCommunicator, PrefetchedRowsAreReadWithoutTheServers) {
   servers.clear();
   EXPECT_EQ(geo.PullSparse("emb", emb_keys).ToVector<float>(), (std::vector<float>{1, 2, 3, 4, 1, 2, 5, 6}));
   EXPECT_EQ(geo.PullSparse("wide", wide_keys).ToVector<float>(), wide_rows);
+}
+
+// PullSparse calls the servers of this process answered whose first table
+// is `table`.
+uint64_t ServedPulls(const std::string& table) {
+  return trace::MetricsRegistry::Global()
+      .GetHistogram("flotilla_rpc_served_seconds", "Time to handle a parameter-server call",
+                    trace::LatencyBuckets(), {{"method", "PullSparse"}, {"table", table}})
+      .count();
+}
+
+// PrefetchNext pulls a batch's rows ahead while the current batch runs;
+// the Prefetch of that batch takes them without a second pull, unless a
+// sync came between.
+TEST(GeoCommunicator, RowsPulledAheadServeTheirBatchUnlessASyncCameBetween) {
+  auto server = StartServer(PsMode::kGeo, 1);
+  auto client = std::make_shared<PsClient>(std::vector<std::string>{server->endpoint()}, 0, 1);
+  GeoCommunicator geo(client, {.k_steps = 100});
+  geo.AddSparse("emb");
+  geo.AddSparse("wide");
+  const std::vector<int64_t> emb_keys{1, 2, 3}, wide_keys{4, 5, 4};
+  const std::vector<GeoCommunicator::TableKeys> batch{{"emb", emb_keys}, {"wide", wide_keys}};
+  const uint64_t before = ServedPulls("emb");
+  const std::vector<int64_t> current_emb{20}, current_wide{21};
+  geo.PrefetchNext(batch);
+  geo.Prefetch(std::vector<GeoCommunicator::TableKeys>{{"emb", current_emb}, {"wide", current_wide}});
+  geo.Prefetch(batch);
+  EXPECT_EQ(ServedPulls("emb"), before + 2) << "the rows pulled ahead were pulled again";
+  EXPECT_EQ(geo.PullSparse("wide", wide_keys).ToVector<float>(),
+            client->PullSparse("wide", wide_keys).ToVector<float>());
+  EXPECT_EQ(geo.PullSparse("emb", emb_keys).ToVector<float>(), std::vector<float>(6, 0.0f));
+
+  const std::vector<int64_t> next_keys{1, 9};
+  const std::vector<GeoCommunicator::TableKeys> next{{"emb", next_keys}, {"wide", wide_keys}};
+  geo.PrefetchNext(next);  // 9 is pulled ahead (1 is cached)
+  Tensor row = geo.PullSparse("emb", std::vector<int64_t>{1});
+  row.mutable_data<float>()[0] = 4.0f;
+  geo.UpdateSparse("emb", std::vector<int64_t>{1}, row);
+  geo.Sync();  // pushes row 1's delta and drops the cache
+  geo.Prefetch(next);
+  EXPECT_EQ(ServedPulls("emb"), before + 4) << "rows pulled ahead of a sync were not pulled again";
+  EXPECT_EQ(geo.PullSparse("emb", next_keys).ToVector<float>(), (std::vector<float>{4, 0, 0, 0}));
 }
 
 TEST(TrainerRuntime, FinishFlushesTellsServersAndUninstalls) {

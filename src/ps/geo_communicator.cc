@@ -1,14 +1,24 @@
 #include "flotilla/ps/geo_communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <numeric>
+#include <optional>
 
 #include "flotilla/common/enforce.h"
 #include "ps/key_index.h"
+#include "ps/geo_exchange.h"
 #include "ps/row_copy.h"
+#include "ps/staged_rows.h"
 
 namespace flotilla::ps {
+
+// Batches of keys probe the cache's index this many keys ahead, so the
+// lookups overlap their memory latency (the index outgrows the caches).
+constexpr size_t kLookAhead = 8;
 
 class GeoCommunicator::Impl {
  public:
@@ -45,16 +55,29 @@ class GeoCommunicator::Impl {
     for (const auto& [name, d] : dense) vars.push_back({name, d.param, d.row_width});
     return vars;
   }
-  void SyncDense();
-  void SyncSparse(const std::string& name, Sparse& table);
+  // A sync point: the deltas to push (the dense parameters' values now in
+  // *snapshot); drops the sparse cache and counts the sync.
+  GeoExchange Collect(std::vector<Tensor>* snapshot);
+  void CollectSparse(const std::string& name, Sparse& table, GeoExchange& x);
+  // After the exchange: the dense parameters take the servers' values plus
+  // the local progress since `snapshot`.
+  void Apply(GeoExchange& x, const std::vector<Tensor>& snapshot);
+  // Waits for the background sync and applies it.
+  void FinishPending();
   // The slot of each key, fetching rows not cached since the last sync.
   std::vector<uint32_t> Fetch(const std::string& name, Sparse& table, std::span<const int64_t> keys);
   // Gives the keys not cached yet slots (their slot in *slots when set) and
   // returns them: the rows to pull, in slot order.
   static std::vector<int64_t> Admit(Sparse& table, std::span<const int64_t> keys, uint32_t* slots);
-  // The sink storing the pulled rows of `missing` (the last Admit's keys,
-  // from slot `first` on) as both their value and their base.
-  static PsClient::RowSink Store(const std::string& name, Sparse& table, size_t first);
+  // Sizes the cache's arrays for its keys once rows of width `dim` arrive.
+  static void Fit(const std::string& name, Sparse& table, int64_t dim);
+  // The sink storing pulled row j (of keys[positions[j]]) at slot
+  // slots[positions[j]], as both its value and its base.
+  static PsClient::RowSink Store(const std::string& name, Sparse& table, std::vector<uint32_t> slots);
+  // The rows PrefetchNext pulled for the batch tagged `batch` (dropping
+  // pulls for batches before it), unless a sync came since: they may
+  // predate the deltas it pushed. Rethrows the pull's error.
+  std::optional<StagedRows> TakeAhead(uint64_t batch);
   Sparse& Table(const std::string& name) {
     auto it = sparse.find(name);
     FLOTILLA_CHECK(it != sparse.end(), NotFound, "GEO communicator has no sparse table '", name, "'");
@@ -68,6 +91,14 @@ class GeoCommunicator::Impl {
   int64_t steps = 0;
   int64_t syncs = 0;
   float scale = 1.0f;
+  // Step's sync on a background thread (options.background_sync).
+  struct PendingSync {
+    std::future<GeoExchange> done;
+    std::vector<Tensor> snapshot;
+  };
+  std::optional<PendingSync> pending;
+  // PrefetchNext's pulls in flight, oldest first, with their batches' tags.
+  std::deque<std::pair<uint64_t, std::future<StagedRows>>> ahead;
 };
 
 GeoCommunicator::GeoCommunicator(std::shared_ptr<PsClient> client, GeoOptions options)
@@ -100,10 +131,9 @@ void GeoCommunicator::Init() {
 std::vector<int64_t> GeoCommunicator::Impl::Admit(Sparse& table, std::span<const int64_t> keys,
                                                  uint32_t* slots) {
   std::vector<int64_t> missing;
-  constexpr size_t kAhead = 8;  // keys whose probe lines load while earlier keys are placed
-  for (size_t i = 0; i < std::min(kAhead, keys.size()); ++i) table.index.Prefetch(KeyIndex::Hash(keys[i]));
+  for (size_t i = 0; i < std::min(kLookAhead, keys.size()); ++i) table.index.Prefetch(KeyIndex::Hash(keys[i]));
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (i + kAhead < keys.size()) table.index.Prefetch(KeyIndex::Hash(keys[i + kAhead]));
+    if (i + kLookAhead < keys.size()) table.index.Prefetch(KeyIndex::Hash(keys[i + kLookAhead]));
     auto [slot, inserted] = table.index.FindOrInsert(keys[i], static_cast<uint32_t>(table.keys.size()));
     if (slots != nullptr) slots[i] = slot;
     if (!inserted) continue;
@@ -113,42 +143,123 @@ std::vector<int64_t> GeoCommunicator::Impl::Admit(Sparse& table, std::span<const
   return missing;
 }
 
-PsClient::RowSink GeoCommunicator::Impl::Store(const std::string& name, Sparse& table, size_t first) {
-  return [&name, &table, first](std::span<const uint32_t> positions, const float* rows, int64_t dim) {
-    if (table.value.size() < table.keys.size() * dim) {  // first answer since keys were admitted
-      table.dim = dim;
-      table.value.resize(table.keys.size() * dim);
-      table.base.resize(table.keys.size() * dim);
-    }
-    FLOTILLA_ENFORCE_EQ(dim, table.dim, "GEO sparse table '", name, "' changed its width");
+void GeoCommunicator::Impl::Fit(const std::string& name, Sparse& table, int64_t dim) {
+  if (table.dim == 0) table.dim = dim;
+  FLOTILLA_ENFORCE_EQ(dim, table.dim, "GEO sparse table '", name, "' changed its width");
+  if (table.value.size() >= table.keys.size() * dim) return;
+  table.value.resize(table.keys.size() * dim);
+  table.base.resize(table.keys.size() * dim);
+}
+
+PsClient::RowSink GeoCommunicator::Impl::Store(const std::string& name, Sparse& table,
+                                               std::vector<uint32_t> slots) {
+  return [&name, &table, slots = std::move(slots)](std::span<const uint32_t> positions, const float* rows,
+                                                   int64_t dim) {
+    Fit(name, table, dim);
     for (size_t j = 0; j < positions.size(); ++j) {
-      const size_t at = (first + positions[j]) * dim;
+      const size_t at = size_t{slots[positions[j]]} * dim;
       CopyRow(table.value.data() + at, rows + j * dim, dim);
       CopyRow(table.base.data() + at, rows + j * dim, dim);
     }
   };
 }
 
+namespace {
+
+// Tells batches apart: their tables and distinct keys, in first-seen
+// order. Two batches with one tag would only share rows pulled ahead, which
+// are the servers' values either way.
+uint64_t BatchTag(std::span<const GeoCommunicator::TableKeys> tables) {
+  uint64_t tag = 0xcbf29ce484222325ull;
+  auto mix = [&](uint64_t v) { tag = (tag ^ v) * 0x100000001b3ull; };
+  for (const auto& t : tables) {
+    mix(std::hash<std::string>{}(t.name));
+    KeyIndex seen;
+    seen.Reserve(t.keys.size());
+    for (int64_t key : t.keys) {
+      if (seen.FindOrInsert(key, 0).second) mix(KeyIndex::Hash(key));
+    }
+  }
+  return tag;
+}
+
+// The slots of the last `n` of a table's `keys` keys (the ones just admitted).
+std::vector<uint32_t> LastSlots(size_t keys, size_t n) {
+  std::vector<uint32_t> slots(n);
+  std::iota(slots.begin(), slots.end(), static_cast<uint32_t>(keys - n));
+  return slots;
+}
+
+}  // namespace
+
 std::vector<uint32_t> GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
                                                    std::span<const int64_t> keys) {
   std::vector<uint32_t> slots(keys.size());
   const std::vector<int64_t> missing = Admit(table, keys, slots.data());
-  if (!missing.empty()) client->PullSparse(name, missing, Store(name, table, table.keys.size() - missing.size()));
+  if (!missing.empty()) {
+    client->PullSparse(name, missing, Store(name, table, LastSlots(table.keys.size(), missing.size())));
+  }
   return slots;
 }
 
+std::optional<StagedRows> GeoCommunicator::Impl::TakeAhead(uint64_t batch) {
+  auto it = std::find_if(ahead.begin(), ahead.end(), [&](const auto& a) { return a.first == batch; });
+  if (it == ahead.end()) return std::nullopt;
+  std::future<StagedRows> pull = std::move(it->second);
+  ahead.erase(ahead.begin(), it + 1);  // earlier pulls were for batches that did not come
+  StagedRows staged = pull.get();
+  if (staged.epoch != syncs) return std::nullopt;
+  return staged;
+}
+
 void GeoCommunicator::Prefetch(std::span<const TableKeys> tables) {
-  std::vector<std::vector<int64_t>> missing;
-  missing.reserve(tables.size());  // the pulls' key spans point into it
+  const std::optional<StagedRows> staged = impl_->ahead.empty() ? std::nullopt : impl_->TakeAhead(BatchTag(tables));
+  std::vector<std::vector<int64_t>> rest;
+  rest.reserve(tables.size());  // the pulls' key spans point into it
   std::vector<PsClient::TablePull> pulls;
   for (const TableKeys& t : tables) {
     Impl::Sparse& table = impl_->Table(t.name);
-    missing.push_back(Impl::Admit(table, t.keys, nullptr));
-    if (missing.back().empty()) continue;
-    const size_t first = table.keys.size() - missing.back().size();
-    pulls.push_back({t.name, missing.back(), Impl::Store(t.name, table, first)});
+    const std::vector<int64_t> missing = Impl::Admit(table, t.keys, nullptr);
+    std::vector<uint32_t> slots = LastSlots(table.keys.size(), missing.size());
+    const StagedRows::Table* ready = staged ? staged->Find(t.name) : nullptr;
+    if (ready != nullptr && ready->dim > 0 && !missing.empty()) Impl::Fit(t.name, table, ready->dim);
+    rest.emplace_back();
+    std::vector<uint32_t> rest_slots;
+    for (size_t j = 0; j < missing.size(); ++j) {
+      const float* row = ready != nullptr && ready->dim > 0 ? ready->Row(missing[j]) : nullptr;
+      if (row == nullptr) {  // not pulled ahead: pulled now
+        rest.back().push_back(missing[j]);
+        rest_slots.push_back(slots[j]);
+        continue;
+      }
+      CopyRow(table.value.data() + size_t{slots[j]} * table.dim, row, table.dim);
+      CopyRow(table.base.data() + size_t{slots[j]} * table.dim, row, table.dim);
+    }
+    if (!rest.back().empty()) pulls.push_back({t.name, rest.back(), Impl::Store(t.name, table, std::move(rest_slots))});
   }
   if (!pulls.empty()) impl_->client->PullSparseTables(pulls);
+}
+
+void GeoCommunicator::PrefetchNext(std::span<const TableKeys> tables) {
+  constexpr size_t kMaxAhead = 4;  // this step's batch and up to three after it
+  while (impl_->ahead.size() >= kMaxAhead) {  // its batch never came: its rows are dropped
+    impl_->ahead.front().second.wait();
+    impl_->ahead.pop_front();
+  }
+  StagedRows staged{.epoch = impl_->syncs, .tables = {}};
+  for (const TableKeys& t : tables) {
+    const Impl::Sparse& table = impl_->Table(t.name);
+    StagedRows::Table next{.name = t.name, .keys = {}, .rows = {}, .dim = -1, .index = {}};
+    KeyIndex seen;
+    seen.Reserve(t.keys.size());
+    for (size_t i = 0; i < t.keys.size(); ++i) {
+      if (i + kLookAhead < t.keys.size()) table.index.Prefetch(KeyIndex::Hash(t.keys[i + kLookAhead]));
+      if (seen.FindOrInsert(t.keys[i], 0).second && table.index.Find(t.keys[i]) < 0) next.keys.push_back(t.keys[i]);
+    }
+    if (!next.keys.empty()) staged.tables.push_back(std::move(next));
+  }
+  if (staged.tables.empty()) return;
+  impl_->ahead.emplace_back(BatchTag(tables), PullAhead(impl_->client, std::move(staged)));
 }
 
 Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int64_t> keys) {
@@ -196,31 +307,48 @@ void GeoCommunicator::SgdSparse(const std::string& name, std::span<const int64_t
 }
 
 bool GeoCommunicator::Step() {
-  if (++impl_->steps % impl_->options.k_steps != 0) return false;
-  Sync();
+  Impl& m = *impl_;
+  ++m.steps;
+  if (m.pending && m.pending->done.wait_for(std::chrono::seconds(0)) == std::future_status::ready) m.FinishPending();
+  if (m.steps % m.options.k_steps != 0) return false;
+  if (!m.options.background_sync) {
+    Sync();
+    return true;
+  }
+  m.FinishPending();
+  std::vector<Tensor> snapshot;
+  GeoExchange exchange = m.Collect(&snapshot);
+  m.pending = Impl::PendingSync{
+      std::async(std::launch::async, [client = m.client, x = std::move(exchange)]() mutable {
+        x.Run(*client);
+        return std::move(x);
+      }),
+      std::move(snapshot)};
   return true;
 }
 
-void GeoCommunicator::Impl::SyncDense() {
-  if (dense.empty()) return;
-  std::vector<DenseVar> deltas;
+GeoExchange GeoCommunicator::Impl::Collect(std::vector<Tensor>* snapshot) {
+  GeoExchange x;
   for (const auto& [name, d] : dense) {
     Tensor delta(DType::kFloat32, d.param.dims());
     float* o = delta.mutable_data<float>();
     const float* p = d.param.data<float>();
     const float* b = d.base.data<float>();
     for (int64_t i = 0; i < delta.numel(); ++i) o[i] = (p[i] - b[i]) * scale;
-    deltas.push_back({name, delta, d.row_width});
+    x.dense_deltas.push_back({name, delta, d.row_width});
+    snapshot->push_back(d.param.Clone());
+    Tensor fresh(DType::kFloat32, d.param.dims());
+    fresh.mutable_data<float>();
+    x.fresh.push_back({name, fresh, d.row_width});
   }
-  client->PushDenseDelta(deltas);
-  auto vars = DenseVars();
-  client->PullDense(vars);
-  for (auto& [name, d] : dense) d.base = d.param.Clone();
+  for (auto& [name, table] : sparse) CollectSparse(name, table, x);
+  ++syncs;
+  return x;
 }
 
-// Pushes the rows that changed since they were fetched, then forgets the
-// cache so the next pulls see other trainers' updates.
-void GeoCommunicator::Impl::SyncSparse(const std::string& name, Sparse& table) {
+// The rows that changed since they were fetched; then the cache is
+// forgotten, so the next pulls see other trainers' updates.
+void GeoCommunicator::Impl::CollectSparse(const std::string& name, Sparse& table, GeoExchange& x) {
   const size_t dim = static_cast<size_t>(table.dim);
   std::vector<int64_t> keys;
   std::vector<float> deltas;
@@ -233,23 +361,53 @@ void GeoCommunicator::Impl::SyncSparse(const std::string& name, Sparse& table) {
   }
   table.Clear();
   if (keys.empty()) return;
-  client->PushSparseDelta(name, keys,
-                          Tensor::FromVector(deltas, {static_cast<int64_t>(keys.size()), table.dim}));
+  const int64_t rows = static_cast<int64_t>(keys.size());
+  x.sparse_deltas.push_back({name, std::move(keys), Tensor::FromVector(deltas, {rows, table.dim})});
+}
+
+// The servers' values plus what the trainer did since the sync point:
+// param = fresh + (param - snapshot); fresh is the next delta's base.
+void GeoCommunicator::Impl::Apply(GeoExchange& x, const std::vector<Tensor>& snapshot) {
+  size_t i = 0;
+  for (auto& [name, d] : dense) {
+    float* p = d.param.mutable_data<float>();
+    const float* f = x.fresh[i].value.data<float>();
+    const float* s = snapshot[i].data<float>();
+    for (int64_t j = 0; j < d.param.numel(); ++j) p[j] = f[j] + (p[j] - s[j]);
+    d.base = x.fresh[i].value;
+    ++i;
+  }
+}
+
+void GeoCommunicator::Impl::FinishPending() {
+  if (!pending) return;
+  PendingSync done = std::move(*pending);
+  pending.reset();
+  GeoExchange x = done.done.get();  // rethrows the exchange's error
+  Apply(x, done.snapshot);
 }
 
 void GeoCommunicator::Sync() {
-  impl_->SyncDense();
-  for (auto& [name, table] : impl_->sparse) impl_->SyncSparse(name, table);
-  ++impl_->syncs;
+  impl_->FinishPending();
+  std::vector<Tensor> snapshot;
+  GeoExchange x = impl_->Collect(&snapshot);
+  x.Run(*impl_->client);
+  impl_->Apply(x, snapshot);
 }
+
+void GeoCommunicator::Wait() { impl_->FinishPending(); }
 
 int64_t GeoCommunicator::syncs() const { return impl_->syncs; }
 
 void GeoCommunicator::Restart() {
+  if (impl_->pending) impl_->pending->done.wait();
+  impl_->pending.reset();  // a sync from before the servers loaded
   auto vars = impl_->DenseVars();
   if (!vars.empty()) impl_->client->PullDense(vars);
   for (auto& [name, d] : impl_->dense) d.base = d.param.Clone();
   for (auto& [name, table] : impl_->sparse) table.Clear();
+  for (auto& [batch, pull] : impl_->ahead) pull.wait();
+  impl_->ahead.clear();  // rows from before the servers loaded
 }
 
 }  // namespace flotilla::ps

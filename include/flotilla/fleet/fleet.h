@@ -158,6 +158,15 @@ class Fleet {
   // strategy.sparse_table_configs calls stale. Returns the rows dropped
   // (on worker 0; 0 on the others). Blocking.
   int64_t shrink();
+  // GEO workers: starts pulling the sparse rows a step fed `next_feed` will
+  // look up, on a background thread, so they arrive while the current step
+  // computes. Call it with the next batch before running the current one:
+  //   fleet::prefetch_sparse(next_feed);
+  //   exe.run(fleet::main_program(), feed, {loss});
+  // Does nothing in other modes, before the worker is connected, or when
+  // the program looks up fewer than two tables of fed ids. Throws
+  // InvalidArgument naming an ids variable `next_feed` lacks.
+  void prefetch_sparse(const FeedMap& next_feed);
   // The transpiler of a parameter-server job (nullptr otherwise), e.g. for
   // get_test_program().
   const DistributeTranspiler* ps_transpiler() const;
@@ -258,6 +267,7 @@ void run_server();
 void init_worker(bool servers_loaded = false);
 void stop_worker();
 int64_t shrink();
+void prefetch_sparse(const FeedMap& next_feed);
 
 // Loads what save_persistables wrote into `scope` (default global_scope()),
 // in any process — distributed or not.

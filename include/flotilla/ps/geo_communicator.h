@@ -23,9 +23,15 @@ namespace flotilla::ps {
 struct GeoOptions {
   int k_steps = 100;
   bool scale_delta_by_trainers = true;
+  // Step()'s syncs exchange with the servers on a background thread while
+  // training goes on (as Paddle's GEO communicator does); the fresh dense
+  // values are applied at a later Step(), keeping the local progress made
+  // meanwhile. Sync() always waits for its exchange.
+  bool background_sync = true;
 };
 
-// Not thread-safe: one training loop drives it.
+// Not thread-safe: one training loop drives it (PrefetchNext's pull runs on
+// a thread of its own and touches only what it pulls).
 class GeoCommunicator {
  public:
   GeoCommunicator(std::shared_ptr<PsClient> client, GeoOptions options);
@@ -57,7 +63,16 @@ class GeoCommunicator {
     std::string name;
     std::span<const int64_t> keys;
   };
+  // Rows PrefetchNext pulled for this batch are taken from there.
   void Prefetch(std::span<const TableKeys> tables);
+  // Starts pulling, on a background thread, the rows of `tables`' keys that
+  // are not cached now: called with the next batch's ids before the current
+  // step runs, that step's compute hides the next one's round trip. The
+  // Prefetch of the same batch (same tables and distinct keys) takes them,
+  // unless a sync came between (its deltas may postdate them: those rows
+  // are pulled again). At most four batches are pulled ahead (the oldest
+  // is dropped); the keys are copied.
+  void PrefetchNext(std::span<const TableKeys> tables);
   // Writes locally optimised rows back into the cache (keys from PullSparse).
   void UpdateSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& rows);
   // Local SGD in the cache: row(keys[i]) -= lr * grads[i], fetching rows
@@ -65,11 +80,17 @@ class GeoCommunicator {
   void SgdSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& grads,
                  float lr);
 
-  // Counts a local step; every k_steps calls Sync(). Returns true when it synced.
+  // Counts a local step; every k_steps syncs (on a background thread with
+  // options.background_sync: the pull's values are applied at a later
+  // Step, plus the local progress since). Returns true when it synced.
   bool Step();
-  // Pushes dense and sparse deltas, pulls fresh dense values into the
-  // parameters and drops the sparse cache (next pulls fetch fresh rows).
+  // Waits for a background sync, then pushes dense and sparse deltas, pulls
+  // fresh dense values into the parameters and drops the sparse cache
+  // (next pulls fetch fresh rows).
   void Sync();
+  // Waits until a background sync has reached the servers and applies the
+  // values it pulled (what a save of the servers' tables needs first).
+  void Wait();
   int64_t syncs() const;
   // Starts over from the servers' values (after they loaded a checkpoint):
   // pulls the dense parameters, takes them as the base of the next delta
