@@ -228,6 +228,27 @@ TEST(GeoCommunicator, PrefetchedRowsAreReadWithoutTheServers) {
   EXPECT_EQ(geo.PullSparse("wide", wide_keys).ToVector<float>(), wide_rows);
 }
 
+// Gather writes each id's row (prefetched or fetched now), zeros for the
+// padding id, and refuses a width other than the table's.
+TEST(GeoCommunicator, GatherWritesEachIdsRowAndZerosForPadding) {
+  auto server = StartServer(PsMode::kGeo, 1);
+  auto client = std::make_shared<PsClient>(std::vector<std::string>{server->endpoint()}, 0, 1);
+  client->InitSparse("emb", std::vector<int64_t>{3, 8}, Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2}));
+  GeoCommunicator geo(client, {.k_steps = 100});
+  geo.AddSparse("emb");
+  geo.Prefetch(std::vector<GeoCommunicator::TableKeys>{{"emb", std::vector<int64_t>{3, 8, 3}}});
+  const std::vector<int64_t> ids{3, 0, 8, 3, 5};  // 0 pads; 5 was not prefetched
+  std::vector<float> out(ids.size() * 2, -1.0f);
+  EXPECT_EQ(geo.Gather("emb", ids, /*padding_idx=*/0, out.data(), 2), 4);
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 0, 0, 3, 4, 1, 2, 0, 0}));
+  try {
+    geo.Gather("emb", ids, 0, out.data(), 3);
+    ADD_FAILURE() << "a lookup of width 3 read a table of width 2";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'emb'"), std::string::npos) << e.what();
+  }
+}
+
 // PullSparse calls the servers of this process answered whose first table
 // is `table`.
 uint64_t ServedPulls(const std::string& table) {

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "flotilla/common/enforce.h"
+#include "flotilla/trace/trace.h"
 #include "ps/key_index.h"
 #include "ps/geo_exchange.h"
 #include "ps/row_copy.h"
@@ -35,6 +36,11 @@ class GeoCommunicator::Impl {
     KeyIndex index;   // key → slot
     std::vector<int64_t> keys;
     std::vector<float> value, base;
+    // The last Prefetch's keys (as given, and distinct in first-seen order,
+    // as a lookup's gradient carries them) with their slots: the step's
+    // lookup and SGD of that batch take them instead of probing the index.
+    std::vector<int64_t> prefetched_keys, distinct_keys;
+    std::vector<uint32_t> prefetched_slots, distinct_slots;
 
     float* Row(int64_t key, const std::string& name, const char* op) {
       const int64_t slot = index.Find(key);
@@ -42,8 +48,24 @@ class GeoCommunicator::Impl {
                      " was not pulled since the last sync");
       return value.data() + slot * dim;
     }
+    // distinct_* from prefetched_*.
+    void RememberDistinct() {
+      distinct_keys.clear();
+      distinct_slots.clear();
+      KeyIndex seen;
+      seen.Reserve(prefetched_keys.size());
+      for (size_t i = 0; i < prefetched_keys.size(); ++i) {
+        if (!seen.FindOrInsert(prefetched_keys[i], 0).second) continue;
+        distinct_keys.push_back(prefetched_keys[i]);
+        distinct_slots.push_back(prefetched_slots[i]);
+      }
+    }
     void Clear() {
       index.Clear();
+      prefetched_keys.clear();
+      prefetched_slots.clear();
+      distinct_keys.clear();
+      distinct_slots.clear();
       keys.clear();
       value.clear();
       base.clear();
@@ -166,19 +188,15 @@ PsClient::RowSink GeoCommunicator::Impl::Store(const std::string& name, Sparse& 
 
 namespace {
 
-// Tells batches apart: their tables and distinct keys, in first-seen
-// order. Two batches with one tag would only share rows pulled ahead, which
-// are the servers' values either way.
+// Tells batches apart: their tables and keys, in order. Two batches with
+// one tag would only share rows pulled ahead, which are the servers'
+// values either way.
 uint64_t BatchTag(std::span<const GeoCommunicator::TableKeys> tables) {
   uint64_t tag = 0xcbf29ce484222325ull;
   auto mix = [&](uint64_t v) { tag = (tag ^ v) * 0x100000001b3ull; };
   for (const auto& t : tables) {
     mix(std::hash<std::string>{}(t.name));
-    KeyIndex seen;
-    seen.Reserve(t.keys.size());
-    for (int64_t key : t.keys) {
-      if (seen.FindOrInsert(key, 0).second) mix(KeyIndex::Hash(key));
-    }
+    for (int64_t key : t.keys) mix(KeyIndex::Hash(key));
   }
   return tag;
 }
@@ -194,6 +212,8 @@ std::vector<uint32_t> LastSlots(size_t keys, size_t n) {
 
 std::vector<uint32_t> GeoCommunicator::Impl::Fetch(const std::string& name, Sparse& table,
                                                    std::span<const int64_t> keys) {
+  if (std::ranges::equal(keys, table.prefetched_keys)) return table.prefetched_slots;
+  if (std::ranges::equal(keys, table.distinct_keys)) return table.distinct_slots;
   std::vector<uint32_t> slots(keys.size());
   const std::vector<int64_t> missing = Admit(table, keys, slots.data());
   if (!missing.empty()) {
@@ -207,7 +227,9 @@ std::optional<StagedRows> GeoCommunicator::Impl::TakeAhead(uint64_t batch) {
   if (it == ahead.end()) return std::nullopt;
   std::future<StagedRows> pull = std::move(it->second);
   ahead.erase(ahead.begin(), it + 1);  // earlier pulls were for batches that did not come
+  trace::Span waited(trace::Category::kCommWait, FLOTILLA_TRACE_NAME("rows pulled ahead"));
   StagedRows staged = pull.get();
+  waited.End();
   if (staged.epoch != syncs) return std::nullopt;
   return staged;
 }
@@ -219,7 +241,10 @@ void GeoCommunicator::Prefetch(std::span<const TableKeys> tables) {
   std::vector<PsClient::TablePull> pulls;
   for (const TableKeys& t : tables) {
     Impl::Sparse& table = impl_->Table(t.name);
-    const std::vector<int64_t> missing = Impl::Admit(table, t.keys, nullptr);
+    table.prefetched_slots.resize(t.keys.size());
+    const std::vector<int64_t> missing = Impl::Admit(table, t.keys, table.prefetched_slots.data());
+    table.prefetched_keys.assign(t.keys.begin(), t.keys.end());
+    table.RememberDistinct();
     std::vector<uint32_t> slots = LastSlots(table.keys.size(), missing.size());
     const StagedRows::Table* ready = staged ? staged->Find(t.name) : nullptr;
     if (ready != nullptr && ready->dim > 0 && !missing.empty()) Impl::Fit(t.name, table, ready->dim);
@@ -260,6 +285,28 @@ void GeoCommunicator::PrefetchNext(std::span<const TableKeys> tables) {
   }
   if (staged.tables.empty()) return;
   impl_->ahead.emplace_back(BatchTag(tables), PullAhead(impl_->client, std::move(staged)));
+}
+
+int64_t GeoCommunicator::Gather(const std::string& name, std::span<const int64_t> ids, int64_t padding_idx,
+                                float* out, int64_t dim) {
+  Impl::Sparse& table = impl_->Table(name);
+  std::vector<int64_t> keys;
+  keys.reserve(ids.size());
+  for (int64_t id : ids) {
+    if (id != padding_idx) keys.push_back(id);
+  }
+  const std::vector<uint32_t> slots = impl_->Fetch(name, table, keys);
+  FLOTILLA_CHECK(keys.empty() || table.dim == dim, InvalidArgument, "GEO sparse table '", name, "' has rows of ",
+                 table.dim, " values, the lookup reads ", dim);
+  const size_t d = static_cast<size_t>(dim);
+  for (size_t i = 0, k = 0; i < ids.size(); ++i) {
+    if (ids[i] == padding_idx) {
+      std::fill_n(out + i * d, d, 0.0f);
+    } else {
+      CopyRow(out + i * d, table.value.data() + size_t{slots[k++]} * d, d);
+    }
+  }
+  return static_cast<int64_t>(keys.size());
 }
 
 Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int64_t> keys) {
@@ -383,7 +430,9 @@ void GeoCommunicator::Impl::FinishPending() {
   if (!pending) return;
   PendingSync done = std::move(*pending);
   pending.reset();
+  trace::Span waited(trace::Category::kCommWait, FLOTILLA_TRACE_NAME("GEO sync"));
   GeoExchange x = done.done.get();  // rethrows the exchange's error
+  waited.End();
   Apply(x, done.snapshot);
 }
 

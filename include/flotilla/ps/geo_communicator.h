@@ -73,6 +73,11 @@ class GeoCommunicator {
   // are pulled again). At most four batches are pulled ahead (the oldest
   // is dropped); the keys are copied.
   void PrefetchNext(std::span<const TableKeys> tables);
+  // A lookup's output: out[i] = the row of ids[i] ([ids, dim] floats; dim
+  // must be the table's width), zeros where ids[i] == padding_idx; rows not
+  // cached are fetched. Returns the ids looked up (padding left out).
+  int64_t Gather(const std::string& name, std::span<const int64_t> ids, int64_t padding_idx, float* out,
+                 int64_t dim);
   // Writes locally optimised rows back into the cache (keys from PullSparse).
   void UpdateSparse(const std::string& name, std::span<const int64_t> keys, const Tensor& rows);
   // Local SGD in the cache: row(keys[i]) -= lr * grads[i], fetching rows

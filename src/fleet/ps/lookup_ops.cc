@@ -45,6 +45,17 @@ UniqueIds Distinct(const int64_t* ids, int64_t n, int64_t padding_idx) {
   return u;
 }
 
+// The ids other than padding_idx, in order (what GEO's Prefetch and
+// fleet::prefetch_sparse hand to the trainer's cache).
+std::vector<int64_t> WithoutPadding(const int64_t* ids, int64_t n, int64_t padding_idx) {
+  std::vector<int64_t> keys;
+  keys.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] != padding_idx) keys.push_back(ids[i]);
+  }
+  return keys;
+}
+
 // For each distinct key, the output rows that take its row (CSR).
 struct Fanout {
   std::vector<uint32_t> first;  // [keys + 1]
@@ -67,7 +78,7 @@ Fanout OutputsOfKeys(const UniqueIds& u) {
 }
 
 // Pulls the distinct keys and writes each row straight from the servers'
-// replies into every output row of its id (GEO: from the local cache).
+// replies into every output row of its id.
 void FillOutput(ps::TrainerRuntime& rt, const std::string& table, const UniqueIds& u, int64_t dim,
                 float* out) {
   const size_t d = static_cast<size_t>(dim);
@@ -79,11 +90,7 @@ void FillOutput(ps::TrainerRuntime& rt, const std::string& table, const UniqueId
       for (uint32_t o = f.first[k]; o < f.first[k + 1]; ++o) ps::CopyRow(out + f.out[o] * d, rows + j * d, d);
     }
   };
-  if (rt.mode == ps::PsMode::kGeo) {
-    rt.geo->PullSparse(table, u.keys, sink);
-  } else {
-    rt.client->PullSparse(table, u.keys, sink);
-  }
+  rt.client->PullSparse(table, u.keys, sink);
 }
 
 void LookupKernel(ExecutionContext& ctx) {
@@ -91,10 +98,15 @@ void LookupKernel(ExecutionContext& ctx) {
   const Tensor& ids_t = ctx.Input("Ids");
   FLOTILLA_CHECK(ids_t.dtype() == DType::kInt64, InvalidArgument, ctx.Where(), ": Ids must be int64");
   int64_t n = ids_t.numel(), dim = ctx.Attr<int64_t>("dim");
-  UniqueIds u = Distinct(ids_t.data<int64_t>(), n, ctx.Attr<int64_t>("padding_idx"));
   Tensor* out = ctx.Output("Out");
   out->Resize(OutDims(ids_t.dims(), dim, ctx.Attr<bool>("v2")));
   float* o = out->mutable_data<float>();
+  if (rt->mode == ps::PsMode::kGeo) {  // the rows are in the trainer's cache (ps_prefetch_sparse)
+    rt->geo->Gather(ctx.Attr<std::string>("table_name"), {ids_t.data<int64_t>(), static_cast<size_t>(n)},
+                    ctx.Attr<int64_t>("padding_idx"), o, dim);
+    return;
+  }
+  UniqueIds u = Distinct(ids_t.data<int64_t>(), n, ctx.Attr<int64_t>("padding_idx"));
   for (int64_t i = 0; i < n; ++i) {
     if (u.position[i] < 0) std::memset(o + i * dim, 0, sizeof(float) * dim);
   }
@@ -114,13 +126,12 @@ void PrefetchKernel(ExecutionContext& ctx) {
   FLOTILLA_CHECK(ids.size() == tables.size() && padding.size() == tables.size(), InvalidArgument,
                  ctx.Where(), ": ", ids.size(), " Ids inputs for ", tables.size(), " table_names and ",
                  padding.size(), " padding_idxs");
-  std::vector<UniqueIds> distinct;
+  std::vector<std::vector<int64_t>> keys(ids.size());
   std::vector<ps::GeoCommunicator::TableKeys> want;
-  distinct.reserve(ids.size());  // want's spans point into it
   for (size_t i = 0; i < ids.size(); ++i) {
     FLOTILLA_CHECK(ids[i]->dtype() == DType::kInt64, InvalidArgument, ctx.Where(), ": Ids must be int64");
-    distinct.push_back(Distinct(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]));
-    want.push_back({tables[i], distinct.back().keys});
+    keys[i] = WithoutPadding(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]);
+    want.push_back({tables[i], keys[i]});
   }
   rt->geo->Prefetch(want);
 }
