@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 
 #include "flotilla/api/optimizer.h"
+#include "flotilla/framework/executor.h"
 #include "flotilla/framework/program.h"
 #include "interrupt.h"
 
@@ -45,6 +46,10 @@ py::tuple MinimizeResultTuple(const optimizer::MinimizeResult& result);
 // Sets `variable`'s reference to the Python object of its Program (the one
 // Python owns, or a non-owning view of a program C++ owns). Returns `variable`.
 py::handle KeepProgramAlive(py::handle variable, const Variable& v);
+
+// A feed dict as the executor takes it, converted as exe.run converts it
+// (lists and scalars take the program's variable's dtype).
+FeedMap ToFeedMap(const Program& program, const py::dict& feed);
 
 // Runs the bound call with the GIL released and Ctrl-C raising KeyboardInterrupt.
 using ReleaseInterruptible = py::call_guard<Interruptible, py::gil_scoped_release>;

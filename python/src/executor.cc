@@ -25,6 +25,8 @@ std::optional<DType> FeedConversion(const Block& block, const std::string& name,
   return std::nullopt;
 }
 
+}  // namespace
+
 FeedMap ToFeedMap(const Program& program, const py::dict& feed) {
   FeedMap out;
   const Block& block = program.global_block();
@@ -34,6 +36,8 @@ FeedMap ToFeedMap(const Program& program, const py::dict& feed) {
   }
   return out;
 }
+
+namespace {
 
 // The names of what to fetch: None, a Variable, a name, or a sequence of
 // Variables and names (read here rather than in Python: exe.run's fixed

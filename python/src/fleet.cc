@@ -175,6 +175,9 @@ void BindFleetFunctions(py::module_& m) {
   m.def("init_worker", [](bool loaded) { fleet::init_worker(loaded); }, py::arg("servers_loaded") = false,
         ReleaseInterruptible());
   m.def("stop_worker", [] { fleet::stop_worker(); }, ReleaseInterruptible());
+  m.def("prefetch_sparse",
+        [](const py::dict& feed) { fleet::prefetch_sparse(ToFeedMap(fleet::main_program(), feed)); },
+        py::arg("feed"));
 }
 
 void BindTranspiler(py::module_& m) {

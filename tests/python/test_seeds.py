@@ -159,3 +159,19 @@ def test_seed004_wide_and_deep_one_server_two_workers(tmp_path, mode, launcher):
         assert len(lines) == 800 // 4, len(lines)  # every batch of the reader, then EOFException
         for loss, auc in lines:
             assert math.isfinite(float(loss)) and 0.0 <= float(auc) <= 1.0, (loss, auc)
+
+
+def test_seed004_model_in_geo_mode_with_the_next_batch_prefetched(tmp_path):
+    """fleet.prefetch_sparse (not in the seed: Flotilla's own) with seed
+    004's model in a GEO job of 1 server and 2 workers: training converges
+    with each next batch's 52 tables' rows pulled while the current batch
+    trains, and a feed without the lookups' ids is refused naming one."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "geo_prefetch_train.py")
+    run([LAUNCHER, "launch", "--paddle_compat", "--server_num=1", "--worker_num=2", script], str(tmp_path))
+    for rank in (0, 1):
+        text = log(str(tmp_path), f"workerlog.{rank}")
+        losses = [float(m) for m in re.findall(r"^STEP \d+ ([-\d.e]+)$", text, re.M)]
+        assert len(losses) == 100, text[-2000:]  # 800 samples in batches of 8
+        assert all(math.isfinite(x) for x in losses), losses
+        assert sum(losses[-20:]) < sum(losses[:20]), losses
+        assert re.search(r"^REFUSED .*'C\d+'", text, re.M), text[-2000:]

@@ -20,7 +20,7 @@ fleet = Fleet()
 
 _FUNCTIONS = ["init", "is_worker", "is_server", "is_first_worker", "worker_index", "worker_num", "server_num",
               "server_index", "worker_endpoints", "server_endpoints", "barrier_worker", "distributed_optimizer",
-              "init_server", "run_server", "init_worker", "stop_worker", "save_persistables",
+              "init_server", "run_server", "init_worker", "stop_worker", "prefetch_sparse", "save_persistables",
               "save_inference_model"]
 _bind(globals(), fleet, _FUNCTIONS)
 

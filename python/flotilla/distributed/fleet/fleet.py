@@ -9,7 +9,7 @@ Calls that meet other processes (``init``, ``barrier_worker``,
 KeyboardInterrupt on Ctrl-C.
 """
 
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from ... import _core
 from ..._save_target import save_target
@@ -194,6 +194,21 @@ class Fleet:
         self._check_init("stop_worker")
         if _F.is_worker() and not self._is_collective():
             _F.stop_worker()
+
+    def prefetch_sparse(self, feed: Mapping[str, Any]) -> None:
+        """GEO trainers: starts pulling the sparse rows a step fed ``feed`` looks up.
+
+        Call it with the next batch before running the current one; the rows
+        arrive while the current step computes::
+
+            fleet.prefetch_sparse(next_feed)
+            exe.run(fleet.main_program, feed=feed, fetch_list=[loss])
+
+        Does nothing on servers, in collective jobs and in other modes.
+        """
+        self._check_init("prefetch_sparse")
+        if _F.is_worker() and not self._is_collective():
+            _F.prefetch_sparse(dict(feed))
 
     def _is_collective(self) -> bool:
         return self._role is not None and self._role._is_collective
