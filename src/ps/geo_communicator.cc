@@ -121,13 +121,6 @@ class GeoCommunicator::Impl {
   std::optional<PendingSync> pending;
   // PrefetchNext's pulls in flight, oldest first, with their batches' tags.
   std::deque<std::pair<uint64_t, std::future<StagedRows>>> ahead;
-  // The threads of background syncs and pulls ahead (two: a sync's
-  // exchange does not hold up the next batch's rows), started on first use.
-  std::unique_ptr<ThreadPool> background;
-  ThreadPool& Background() {
-    if (!background) background = std::make_unique<ThreadPool>(2);
-    return *background;
-  }
 };
 
 GeoCommunicator::GeoCommunicator(std::shared_ptr<PsClient> client, GeoOptions options)
@@ -291,7 +284,7 @@ void GeoCommunicator::PrefetchNext(std::span<const TableKeys> tables) {
     if (!next.keys.empty()) staged.tables.push_back(std::move(next));
   }
   if (staged.tables.empty()) return;
-  impl_->ahead.emplace_back(BatchTag(tables), PullAhead(impl_->Background(), impl_->client, std::move(staged)));
+  impl_->ahead.emplace_back(BatchTag(tables), PullAhead(impl_->client, std::move(staged)));
 }
 
 int64_t GeoCommunicator::Gather(const std::string& name, std::span<const int64_t> ids, int64_t padding_idx,
@@ -372,11 +365,12 @@ bool GeoCommunicator::Step() {
   m.FinishPending();
   std::vector<Tensor> snapshot;
   GeoExchange exchange = m.Collect(&snapshot);
-  m.pending = Impl::PendingSync{m.Background().Async([client = m.client, x = std::move(exchange)]() mutable {
-                                  x.Run(*client);
-                                  return std::move(x);
-                                }),
-                                std::move(snapshot)};
+  m.pending = Impl::PendingSync{
+      std::async(std::launch::async, [client = m.client, x = std::move(exchange)]() mutable {
+        x.Run(*client);
+        return std::move(x);
+      }),
+      std::move(snapshot)};
   return true;
 }
 

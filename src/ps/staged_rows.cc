@@ -21,8 +21,8 @@ PsClient::RowSink Fill(StagedRows::Table& t) {
 
 }  // namespace
 
-std::future<StagedRows> PullAhead(ThreadPool& pool, std::shared_ptr<PsClient> client, StagedRows staged) {
-  return pool.Async([client = std::move(client), staged = std::move(staged)]() mutable {
+std::future<StagedRows> PullAhead(std::shared_ptr<PsClient> client, StagedRows staged) {
+  return std::async(std::launch::async, [client = std::move(client), staged = std::move(staged)]() mutable {
     std::vector<PsClient::TablePull> pulls;
     for (StagedRows::Table& t : staged.tables) {
       t.index.Reserve(t.keys.size());

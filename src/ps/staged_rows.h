@@ -3,7 +3,7 @@
 // while the current step computes; the next step's Prefetch takes them
 // instead of waiting on the servers.
 //
-//   std::future<StagedRows> ahead = PullAhead(pool, client, std::move(staged));
+//   std::future<StagedRows> ahead = PullAhead(client, std::move(staged));
 //   ... the current step ...
 //   StagedRows rows = ahead.get();            // rethrows the pull's error
 //   const StagedRows::Table* t = rows.Find("emb");
@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "flotilla/core/thread_pool.h"
 #include "flotilla/ps/client.h"
 #include "ps/key_index.h"
 
@@ -46,7 +45,7 @@ struct StagedRows {
 };
 
 // Pulls every table's keys (PsClient::PullSparseTables, one round trip) on
-// one of `pool`'s threads.
-std::future<StagedRows> PullAhead(ThreadPool& pool, std::shared_ptr<PsClient> client, StagedRows staged);
+// a background thread. The client must outlive the future.
+std::future<StagedRows> PullAhead(std::shared_ptr<PsClient> client, StagedRows staged);
 
 }  // namespace flotilla::ps

@@ -7,7 +7,6 @@
 #include <deque>
 #include <functional>
 #include <future>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,14 +22,6 @@ class ThreadPool {
 
   // Runs `fn` on a worker. Exceptions propagate through the future.
   std::future<void> Submit(std::function<void()> fn);
-  // Runs `fn` on a worker; the future holds what it returns (or throws).
-  template <typename Fn>
-  auto Async(Fn fn) -> std::future<decltype(fn())> {
-    auto task = std::make_shared<std::packaged_task<decltype(fn())()>>(std::move(fn));
-    auto result = task->get_future();
-    Submit([task] { (*task)(); });
-    return result;
-  }
   int size() const { return static_cast<int>(workers_.size()); }
 
  private:
