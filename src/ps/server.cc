@@ -1,6 +1,10 @@
 #include "flotilla/ps/server.h"
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
@@ -179,11 +183,30 @@ void PsServer::AddDenseTable(DenseTableConfig config) {
                                                      state_->options.num_servers);
 }
 
+namespace {
+
+// Memory a server with an ssd table frees goes back to the system, so that
+// resident memory stays within the budget: glibc otherwise raises its mmap
+// threshold after the first large free (up to 32 MiB), after which write
+// batches, database blocks and RPC payloads are carved from its heaps and
+// their freed space stays resident there (tens of MiB beyond the budget
+// in a long spill). A fixed threshold of 256 KiB maps such blocks
+// separately and unmaps them when freed; at most two arenas per core
+// bound the free space kept per thread.
+void ReturnLargeBlocksAtOnce() {
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  mallopt(M_ARENA_MAX, 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+
+}  // namespace
+
 void PsServer::AddSparseTable(SparseTableConfig config) {
   FLOTILLA_ENFORCE(!state_->server, "AddSparseTable('", config.name, "') after Start()");
   FLOTILLA_CHECK(!state_->dense.count(config.name) && !state_->sparse.count(config.name),
                  AlreadyExists, "parameter server already has a table '", config.name, "'");
   const std::string name = config.name;
+  if (config.table_class == SparseTableClass::kSsd) ReturnLargeBlocksAtOnce();  // process-wide: this server's
   state_->sparse[name] = std::make_unique<SparseTable>(std::move(config));
 }
 

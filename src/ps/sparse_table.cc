@@ -5,7 +5,6 @@
 #include <mutex>
 #include <thread>
 
-#include <malloc.h>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/strings.h"
@@ -48,22 +47,6 @@ SparseTable::SparseTable(SparseTableConfig config) : config_(std::move(config)) 
   if (config_.table_class == SparseTableClass::kSsd) InitDisk();
 }
 
-namespace {
-
-// Memory an ssd table's process frees goes back to the system, so that
-// resident memory stays within the budget: glibc otherwise raises its mmap
-// threshold after the first large free (up to 32 MiB), after which write
-// batches, database blocks and RPC payloads are carved from its heaps and
-// their freed space stays resident there (tens of MiB beyond the budget
-// in a long spill). A fixed threshold of 256 KiB maps such blocks
-// separately and unmaps them when freed; at most two arenas per core
-// bound the free space kept per thread.
-void ReturnLargeBlocksAtOnce() {
-  mallopt(M_MMAP_THRESHOLD, 256 << 10);
-  mallopt(M_ARENA_MAX, 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-}
-
-}  // namespace
 
 // The budget covers everything an ssd table keeps in memory: the filter of
 // spilled keys (1/16), RocksDB's write buffers and cache (1/32 each, from
@@ -83,7 +66,6 @@ void SparseTable::InitDisk() {
                    " bytes per shard (", shards_.size(), " shards; ", memory.total() + filter_bytes,
                    " bytes go to the database's buffers and the spill filter)");
   disk_ = std::make_unique<Disk>(config_.ssd_path, Stride(), /*fresh=*/true, memory, filter_bytes);
-  ReturnLargeBlocksAtOnce();
   for (auto& s : shards_) {
     s->data.reserve(shard_row_budget_ * Stride());  // no regrowth spikes above the budget
     s->keys.reserve(shard_row_budget_);
