@@ -11,7 +11,8 @@
 // The servers run on one host, the workers on the other (netns: servers in
 // namespace A at 10.231.1.1, workers in B). Every process is started here
 // with the Fleet PS environment and ended by its pid. One JSON line per
-// (link, mode): summed worker samples/s, worker 0's test AUC and the
+// (link, mode): summed worker samples/s (and per worker thread, next to
+// Paddle's published 3,700-5,200), worker 0's test AUC and the
 // generator's Bayes AUC; then per link the GEO / async ratio against the
 // goal (GEO ≥ 3x async at AUC within 0.01), and the heter / async ratio
 // (AUC within 0.005). Heter workers run on the servers' host. Without root
@@ -138,6 +139,10 @@ nlohmann::json RunMode(const Args& a, const std::string& link, const std::string
   }
   for (auto& s : servers) ok = WaitOrKill(s, std::chrono::seconds(30)) == 0 && ok;
   r["samples_per_sec"] = rate;
+  // Each worker trains on one thread: Paddle publishes 3,700-5,200 CTR
+  // instances per trainer thread per second.
+  r["samples_per_sec_per_worker_thread"] = rate / 2;
+  r["paddle_instances_per_thread"] = "3700-5200";
   if (!ok) r["error"] = "a process failed; see " + dir;
   else Sh("rm -rf " + dir);
   return r;
