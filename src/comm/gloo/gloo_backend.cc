@@ -143,8 +143,12 @@ std::string GlooBackend::DescribeFailure() const {
     }
   }
   if (!dead.empty()) return Join(dead, ", ");
-  return StrCat("no rank on this host is known dead; ranks that may have failed: ",
-                RankList(others));
+  // A peer's connection can drop before its process is gone: still name
+  // the ranks ("rank 1", "ranks 0, 2, 3"), as the dead ones are named.
+  std::vector<std::string> names;
+  for (int r : others) names.push_back(std::to_string(r));
+  return StrCat("no rank on this host is known dead yet; the failed peer is ",
+                others.size() == 1 ? "rank " : "one of ranks ", Join(names, ", "));
 }
 
 void GlooBackend::Guard(const char* what, const std::function<void()>& fn) {
