@@ -3,6 +3,7 @@
 // program, workers the rewritten main program.
 #include <memory>
 
+#include "fleet/ps/ps_ops.h"
 #include "fleet/ps_job.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
@@ -140,10 +141,7 @@ void Fleet::prefetch_sparse(const FeedMap& next_feed) {
     FLOTILLA_CHECK(it != next_feed.end() && it->second.dtype() == DType::kInt64, InvalidArgument,
                    "fleet::prefetch_sparse: the feed needs int64 '", ids[i], "', the ids of sparse table '",
                    tables[i], "'");
-    const int64_t* id = it->second.data<int64_t>();
-    for (int64_t j = 0; j < it->second.numel(); ++j) {
-      if (id[j] != padding[i]) keys[i].push_back(id[j]);
-    }
+    keys[i] = internal::WithoutPadding(it->second.data<int64_t>(), it->second.numel(), padding[i]);
     next.push_back({tables[i], keys[i]});
   }
   rt->geo->PrefetchNext(next);

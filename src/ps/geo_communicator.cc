@@ -320,15 +320,6 @@ Tensor GeoCommunicator::PullSparse(const std::string& name, std::span<const int6
   return out;
 }
 
-void GeoCommunicator::PullSparse(const std::string& name, std::span<const int64_t> keys,
-                                 const PsClient::RowSink& sink) {
-  Impl::Sparse& table = impl_->Table(name);
-  const std::vector<uint32_t> slots = impl_->Fetch(name, table, keys);
-  for (uint32_t i = 0; i < keys.size(); ++i) {
-    sink(std::span<const uint32_t>(&i, 1), table.value.data() + slots[i] * table.dim, table.dim);
-  }
-}
-
 void GeoCommunicator::UpdateSparse(const std::string& name, std::span<const int64_t> keys,
                                    const Tensor& rows) {
   Impl::Sparse& table = impl_->Table(name);

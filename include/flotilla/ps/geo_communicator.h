@@ -52,10 +52,6 @@ class GeoCommunicator {
   // Local rows [keys.size(), dim]: cached rows, missing ones fetched from the
   // servers (and remembered as the base of the next delta).
   Tensor PullSparse(const std::string& name, std::span<const int64_t> keys);
-  // The same rows handed to `sink` as PsClient::PullSparse does (here one
-  // row per call, from the cache).
-  void PullSparse(const std::string& name, std::span<const int64_t> keys,
-                  const PsClient::RowSink& sink);
   // Brings the rows of several tables' keys into the cache in one round
   // trip (PsClient::PullSparseTables): a step's lookups then read every
   // table locally instead of waiting on the servers once per table.

@@ -45,17 +45,6 @@ UniqueIds Distinct(const int64_t* ids, int64_t n, int64_t padding_idx) {
   return u;
 }
 
-// The ids other than padding_idx, in order (what GEO's Prefetch and
-// fleet::prefetch_sparse hand to the trainer's cache).
-std::vector<int64_t> WithoutPadding(const int64_t* ids, int64_t n, int64_t padding_idx) {
-  std::vector<int64_t> keys;
-  keys.reserve(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] != padding_idx) keys.push_back(ids[i]);
-  }
-  return keys;
-}
-
 // For each distinct key, the output rows that take its row (CSR).
 struct Fanout {
   std::vector<uint32_t> first;  // [keys + 1]
@@ -130,7 +119,7 @@ void PrefetchKernel(ExecutionContext& ctx) {
   std::vector<ps::GeoCommunicator::TableKeys> want;
   for (size_t i = 0; i < ids.size(); ++i) {
     FLOTILLA_CHECK(ids[i]->dtype() == DType::kInt64, InvalidArgument, ctx.Where(), ": Ids must be int64");
-    keys[i] = WithoutPadding(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]);
+    keys[i] = internal::WithoutPadding(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]);
     want.push_back({tables[i], keys[i]});
   }
   rt->geo->Prefetch(want);
@@ -189,6 +178,15 @@ void LookupGradKernel(ExecutionContext& ctx) {
 }  // namespace
 
 namespace internal {
+
+std::vector<int64_t> WithoutPadding(const int64_t* ids, int64_t n, int64_t padding_idx) {
+  std::vector<int64_t> keys;
+  keys.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] != padding_idx) keys.push_back(ids[i]);
+  }
+  return keys;
+}
 
 void RegisterPsLookupOps() {
   auto& r = OpRegistry::Global();

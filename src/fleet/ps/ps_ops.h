@@ -22,7 +22,9 @@
 //                     until every trainer has finished
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace flotilla {
 class ExecutionContext;
@@ -44,6 +46,9 @@ void RegisterPsServerOps();
 std::string PsToken(const ExecutionContext& ctx);
 // The same from a token attribute's value; `who` names the caller in the error.
 std::string PsToken(const std::string& token_attr, const std::string& who);
+// The ids other than padding_idx, in order: what ps_prefetch_sparse and
+// fleet::prefetch_sparse hand to GEO's cache for one lookup.
+std::vector<int64_t> WithoutPadding(const int64_t* ids, int64_t n, int64_t padding_idx);
 }  // namespace internal
 
 }  // namespace flotilla::fleet
