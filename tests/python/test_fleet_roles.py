@@ -58,6 +58,25 @@ def test_user_defined_role_maker_takes_paddles_keywords_and_infers_worker_num(tm
         role_maker.UserDefinedRoleMaker(worker_endpoints=WORKERS, wroker_num=2)
 
 
+def test_role_maker_base_has_no_role_and_endpoints_may_be_one_string(env):
+    base = role_maker.RoleMakerBase()
+    for question in (base.is_worker, base.worker_num, base.role_id, base.node_num):
+        with pytest.raises(NotImplementedError, match="child class"):
+            question()
+    assert base.get_trainer_endpoints() == [] and base.get_pserver_endpoints() == []
+    assert base.to_string() == "role: None, current_id: -1, worker_endpoints: [], server_endpoints: []"
+    assert base._all_reduce(1, "sum", "worker") is None and base._all_gather(1, "worker") is None
+    base._barrier("worker")
+    server = role_maker.UserDefinedRoleMaker(is_collective=False, init_gloo=False, role=Role.SERVER, current_id=1,
+                                             server_endpoints="127.0.0.1:36001,127.0.0.1:36002", worker_num=2)
+    server.generate_role()
+    assert server.server_num() == 2 and server.role_id() == 1 and server.is_server()
+    assert role_maker.UserDefinedRoleMaker(role=2, server_endpoints=SERVERS, worker_num=1).is_server()
+    one = role_maker.UserDefinedRoleMaker(is_collective=True, worker_endpoints=WORKERS[:1])
+    fleet.init(one)
+    assert one._all_reduce([3, 4], "sum", "worker").tolist() == [3, 4] and one._all_gather(7) == [7]
+
+
 def test_paddle_cloud_role_maker_in_paddles_unit_test_environment(env):
     env(PADDLE_UNIT_TEST_ENV)
     role = role_maker.PaddleCloudRoleMaker(is_collective=True)

@@ -8,9 +8,10 @@ misconfigured job fails at its first line.
 """
 
 import os
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Union
 
 from .... import _core as core
+from . import util_factory
 
 _F = core.fleet
 
@@ -26,13 +27,20 @@ class Role:
 
 class RoleMakerBase:
     """The interface every role maker offers. What it answers is the C++
-    role maker's ``RoleInfo`` (``_info``): nothing is re-derived here."""
+    role maker's ``RoleInfo`` (``_info``): nothing is re-derived here. The
+    base class itself, as Paddle's, has no role: its questions raise
+    NotImplementedError and it lists no endpoints."""
 
-    _core: Any
+    _core: Any = None
+
+    def _c(self) -> Any:
+        if self._core is None:
+            raise NotImplementedError("Please implement this method in child class")
+        return self._core
 
     @property
     def _info(self) -> Any:
-        return self._core.info()
+        return self._c().info()
 
     @property
     def _is_collective(self) -> bool:
@@ -46,57 +54,71 @@ class RoleMakerBase:
 
     def is_worker(self) -> bool:
         """True for a trainer."""
-        return self._core.is_worker()
+        return self._c().is_worker()
 
     def is_server(self) -> bool:
         """True for a parameter server."""
-        return self._core.is_server()
+        return self._c().is_server()
 
     def is_first_worker(self) -> bool:
         """True for trainer 0."""
-        return self._core.is_first_worker()
+        return self._c().is_first_worker()
 
     def worker_index(self) -> int:
         """This trainer's rank among the trainers."""
-        return self._core.worker_index()
+        return self._c().worker_index()
 
     def server_index(self) -> int:
         """This server's index in the server list (-1 on a trainer)."""
-        return self._core.server_index()
+        return self._c().server_index()
 
     def worker_num(self) -> int:
         """How many trainers the job has."""
-        return self._core.worker_num()
+        return self._c().worker_num()
 
     def server_num(self) -> int:
         """How many parameter servers the job has."""
-        return self._core.server_num()
+        return self._c().server_num()
 
     def get_trainer_endpoints(self) -> List[str]:
         """The trainers' "host:port" endpoints (may be empty)."""
-        return list(self._core.get_trainer_endpoints())
+        return [] if self._core is None else list(self._core.get_trainer_endpoints())
 
     def get_pserver_endpoints(self) -> List[str]:
         """The servers' "host:port" endpoints."""
-        return list(self._core.get_pserver_endpoints())
+        return [] if self._core is None else list(self._core.get_pserver_endpoints())
 
     def _get_trainer_endpoint(self) -> str:
         """This process's own endpoint ("" when none is known)."""
-        return self._core.current_endpoint()
+        return self._c().current_endpoint()
 
-    def _node_num(self) -> int:
+    def node_num(self) -> int:
         """How many hosts the trainers' endpoints name."""
+        self._c()
         return len({ep.rsplit(":", 1)[0] for ep in self.get_trainer_endpoints()}) or 1
 
-    def _role_id(self) -> int:
+    def role_id(self) -> int:
         """The index of this process among those of its role."""
         return self.server_index() if self.is_server() else self.worker_index()
 
     def to_string(self) -> str:
         """Paddle's one-line summary of the role."""
-        role = "SERVER" if self.is_server() else "WORKER"
-        return (f"role: {role}, current_id: {self._role_id()}, worker_endpoints: {self.get_trainer_endpoints()}, "
+        role, current = (None, -1) if self._core is None else (
+            "SERVER" if self.is_server() else "WORKER", self.role_id())
+        return (f"role: {role}, current_id: {current}, worker_endpoints: {self.get_trainer_endpoints()}, "
                 f"server_endpoints: {self.get_pserver_endpoints()}")
+
+    # fleet.util's collectives, which Paddle reaches through the role maker
+    # (see base/util_factory.py; the base class has none, as Paddle's).
+    def _all_reduce(self, input: Any, mode: str = "sum", comm_world: str = "worker") -> Any:
+        return None if self._core is None else util_factory.all_reduce(input, mode, comm_world)
+
+    def _all_gather(self, input: Any, comm_world: str = "worker") -> Any:
+        return None if self._core is None else util_factory.all_gather(input, comm_world)
+
+    def _barrier(self, comm_world: str = "worker") -> None:
+        if self._core is not None:
+            util_factory.barrier(comm_world)
 
     _is_first_worker = is_first_worker
     _worker_index = worker_index
@@ -107,15 +129,27 @@ class RoleMakerBase:
     _is_server = is_server
     _get_trainer_endpoints = get_trainer_endpoints
     _get_pserver_endpoints = get_pserver_endpoints
-    _get_node_num = _node_num
+    _node_num = _get_node_num = node_num
+    _role_id = role_id
 
     def _generate_role(self) -> None:
         """Paddle reads the environment lazily here; Flotilla already did."""
 
+    generate_role = _generate_role
+
     def __repr__(self) -> str:
+        if self._core is None:
+            return f"{type(self).__name__}(no role)"
         role = "server" if self.is_server() else "worker"
         index = self.server_index() if self.is_server() else self.worker_index()
         return f"{type(self).__name__}({role} {index}, {self.worker_num()} workers, {self.server_num()} servers)"
+
+
+def _endpoints(value: Union[None, str, Sequence[str]]) -> List[str]:
+    """An endpoint list given as a list or as Paddle's "ip:port,ip:port"."""
+    if isinstance(value, str):
+        return [ep for ep in value.split(",") if ep]
+    return list(value or [])
 
 
 def _store_address(store_address: str, path: Optional[str]) -> str:
@@ -161,15 +195,15 @@ class UserDefinedRoleMaker(RoleMakerBase):
     """
 
     def __init__(self, current_id: int = 0, role: Any = Role.WORKER, worker_num: int = 0,
-                 server_endpoints: Optional[Sequence[str]] = None, is_collective: Optional[bool] = None,
-                 worker_endpoints: Optional[Sequence[str]] = None, init_gloo: bool = False,
+                 server_endpoints: Union[None, str, Sequence[str]] = None, is_collective: Optional[bool] = None,
+                 worker_endpoints: Union[None, str, Sequence[str]] = None, init_gloo: bool = False,
                  store_address: str = "", path: Optional[str] = None, **kwargs: Any):
         unknown = set(kwargs) - {"http_ip_port"}
         if unknown:
             raise TypeError(f"UserDefinedRoleMaker: unexpected arguments {sorted(unknown)}")
-        self._core = _F.UserDefinedRoleMaker(int(current_id), _role(role), int(worker_num or 0), list(server_endpoints or []),
-                                            list(worker_endpoints or []), _store_address(store_address, path),
-                                            is_collective=is_collective)
+        self._core = _F.UserDefinedRoleMaker(int(current_id), _role(role), int(worker_num or 0),
+                                            _endpoints(server_endpoints), _endpoints(worker_endpoints),
+                                            _store_address(store_address, path), is_collective=is_collective)
 
 
 class UserDefinedCollectiveRoleMaker(UserDefinedRoleMaker):

@@ -28,6 +28,27 @@ def _check_world(comm_world: str, what: str) -> None:
                                   "values run between trainers only; nearest: comm_world='worker'")
 
 
+def all_reduce(input: Any, mode: str = "sum", comm_world: str = "worker") -> np.ndarray:
+    """``input`` (an array, list or number) reduced element-wise over every
+    trainer of the fleet with ``mode`` "sum", "max" or "min"; a new array."""
+    _check_world(comm_world, "all_reduce")
+    return _U.all_reduce(input, mode)
+
+
+def all_gather(input: Any, comm_world: str = "worker") -> List[Any]:
+    """Every trainer's ``input``, in rank order."""
+    _check_world(comm_world, "all_gather")
+    value = np.asarray(input)
+    parts = _U.all_gather(value).reshape((-1,) + value.shape)
+    return [p.item() if value.ndim == 0 else p for p in parts]
+
+
+def barrier(comm_world: str = "worker") -> None:
+    """Blocks until every trainer of the fleet calls it."""
+    _check_world(comm_world, "barrier")
+    _U.all_reduce(np.zeros(1, np.int32), "sum")
+
+
 class UtilBase:
     """What ``fleet.util`` is. ``role_maker`` is the role ``fleet.init`` took
     (None before it)."""
@@ -54,21 +75,15 @@ class UtilBase:
     def all_reduce(self, input: Any, mode: str = "sum", comm_world: str = "worker") -> np.ndarray:
         """``input`` (an array, list or number) reduced element-wise over
         every trainer with ``mode`` "sum", "max" or "min"; a new array."""
-        _check_world(comm_world, "all_reduce")
-        return _U.all_reduce(input, mode)
+        return all_reduce(input, mode, comm_world)
 
     def all_gather(self, input: Any, comm_world: str = "worker") -> List[Any]:
         """Every trainer's ``input``, in rank order."""
-        _check_world(comm_world, "all_gather")
-        value = np.asarray(input)
-        gathered = _U.all_gather(value)
-        parts = gathered.reshape((-1,) + value.shape)
-        return [p.item() if value.ndim == 0 else p for p in parts]
+        return all_gather(input, comm_world)
 
     def barrier(self, comm_world: str = "worker") -> None:
         """Blocks until every trainer calls it."""
-        _check_world(comm_world, "barrier")
-        _U.all_reduce(np.zeros(1, np.int32), "sum")
+        barrier(comm_world)
 
     def get_file_shard(self, files: List[str]) -> List[str]:
         """This trainer's share of ``files``: the list cut into one
@@ -117,4 +132,4 @@ def set_util(new: UtilBase) -> None:
     sys.modules[_FLEET_PACKAGE].util = new
 
 
-__all__ = ["UtilBase", "UtilFactory", "current", "set_util"]
+__all__ = ["UtilBase", "UtilFactory", "current", "set_util", "all_reduce", "all_gather", "barrier"]
