@@ -7,7 +7,7 @@ target_link_libraries(launch_probe PRIVATE flotilla_comm nlohmann_json::nlohmann
 
 add_library(launch_test_util STATIC ${CMAKE_CURRENT_LIST_DIR}/launch_test_util.cc)
 target_include_directories(launch_test_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(launch_test_util PUBLIC GTest::gtest nlohmann_json::nlohmann_json)
+target_link_libraries(launch_test_util PUBLIC flotilla_testing_process GTest::gtest nlohmann_json::nlohmann_json)
 
 foreach(t launch_cli_test launch_abort_test launch_ps_test launch_multinode_test launch_shm_test
         launch_secret_test)
