@@ -22,12 +22,6 @@ add_dependencies(launch_secret_test train_with_fleet)
 # Jobs started by torchrun-style variables, Slurm, Kubernetes, mpirun.
 flotilla_test(engine_env_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_env_test.cc
   DEPS launch_test_util TIMEOUT 120 LABELS launch)
-add_dependencies(engine_env_test flotilla)
-if(TARGET train_with_fleet)
-  add_dependencies(engine_env_test train_with_fleet)
-endif()
-# The multi-node test also runs seed 001's example when it is built.
-if(TARGET train_with_fleet)
-  add_dependencies(launch_multinode_test train_with_fleet)
-endif()
-add_dependencies(launch_multinode_test wide_and_deep)
+add_dependencies(engine_env_test flotilla train_with_fleet)
+# The multi-node test also runs the examples across its two hosts.
+add_dependencies(launch_multinode_test train_with_fleet wide_and_deep dist_fit_a_line)

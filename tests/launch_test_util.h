@@ -83,6 +83,13 @@ nlohmann::json ProbeEnv(const std::string& dir, const std::string& tag);
 // A TCP port that was free a moment ago (for --started_port tests only).
 int FreePort();
 
+// Fails the test unless the program at `path` (one this tree builds, e.g.
+// Bin("train_with_fleet")) is there: a test never skips for want of what its
+// own build makes; only a missing external engine may skip it.
+#define ASSERT_BUILT(path)                                                        \
+  ASSERT_EQ(::access(std::string(path).c_str(), X_OK), 0)                        \
+      << (path) << " is not built: build the targets this test depends on"
+
 // Kills the probes `dir` recorded and checks none is left: use at the end of
 // every test that starts the launcher.
 #define EXPECT_NO_PROBES_LEFT(dir)                                                 \
