@@ -21,7 +21,10 @@
 //   {"bench":"blas_gemm","backend":"flotilla","threads":1,"model":"mlp",
 //    "gemm":"nn 128x1280x1280","gflops":...,"of_peak":...}
 // where of_peak is the fraction of the same backend's square GEMM at the same
-// thread count, and one {"bench":"blas_summary",...} line per backend × threads
+// thread count and gflops_per_cpu_s the rate per second of the process's CPU
+// time (steadier than wall time on a shared machine; at 2 threads it also
+// charges threads that spin while they wait), and one
+// {"bench":"blas_summary",...} line per backend × threads
 // with the peak and the geometric mean of the model shapes' GFLOP/s (fit_a_line, a
 // cost-of-a-call shape, left out).
 #include <dlfcn.h>
@@ -228,9 +231,16 @@ Options Parse(int argc, char** argv) {
 }
 
 struct Rate {
-  double gflops;
+  double gflops;          // per second of wall time
+  double gflops_per_cpu;  // per second of the process's CPU time, every thread's
   double us_per_call;
 };
+
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
 
 // One shape: the median of `trials` runs of at least min_ms each.
 Rate Measure(const Backend& b, const Shape& s, const Options& o, std::vector<float>& a,
@@ -241,6 +251,7 @@ Rate Measure(const Backend& b, const Shape& s, const Options& o, std::vector<flo
   std::vector<Rate> rates;
   for (int t = 0; t < o.trials; ++t) {
     int reps = 0;
+    const double cpu0 = ProcessCpuSeconds();
     auto start = Clock::now();
     double ms = 0;
     do {
@@ -248,7 +259,8 @@ Rate Measure(const Backend& b, const Shape& s, const Options& o, std::vector<flo
       ++reps;
       ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     } while (ms < o.min_ms);
-    rates.push_back({flops * reps / (ms * 1e6), ms * 1e3 / reps});
+    const double cpu = ProcessCpuSeconds() - cpu0;
+    rates.push_back({flops * reps / (ms * 1e6), flops * reps / (cpu * 1e9), ms * 1e3 / reps});
   }
   std::sort(rates.begin(), rates.end(), [](const Rate& x, const Rate& y) { return x.gflops < y.gflops; });
   return rates[rates.size() / 2];
@@ -257,6 +269,11 @@ Rate Measure(const Backend& b, const Shape& s, const Options& o, std::vector<flo
 double LoadAverage() {
   double l[1] = {0};
   return getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+double Round(double x, int digits) {
+  const double scale = std::pow(10.0, digits);
+  return std::round(x * scale) / scale;
 }
 
 void Emit(const nlohmann::json& j) { std::cout << j.dump() << std::endl; }
@@ -278,22 +295,27 @@ int RunOne(const Options& o) {
   for (auto& v : bm) v = u(rng);
   for (int threads : o.threads) {
     b.set_threads(threads);
-    const double peak = Measure(b, kPeak, o, a, bm, c).gflops;
-    double log_sum = 0;
+    const Rate peak = Measure(b, kPeak, o, a, bm, c);
+    double log_wall = 0, log_cpu = 0;
     int counted = 0;
     for (const Shape& s : Shapes()) {
       const Rate r = Measure(b, s, o, a, bm, c);
-      const double g = r.gflops;
-      if (s.model != std::string("fit_a_line")) log_sum += std::log(g), ++counted;
+      if (s.model != std::string("fit_a_line")) {
+        log_wall += std::log(r.gflops);
+        log_cpu += std::log(r.gflops_per_cpu);
+        ++counted;
+      }
       Emit({{"bench", "blas_gemm"}, {"backend", o.only}, {"kernels", b.kernels}, {"threads", threads},
-            {"model", s.model}, {"gemm", Name(s)}, {"gflops", std::round(g * 10) / 10},
-            {"of_peak", std::round(g / peak * 100) / 100}, {"us_per_call", std::round(r.us_per_call * 100) / 100}});
+            {"model", s.model}, {"gemm", Name(s)}, {"gflops", Round(r.gflops, 1)},
+            {"gflops_per_cpu_s", Round(r.gflops_per_cpu, 1)}, {"of_peak", Round(r.gflops / peak.gflops, 2)},
+            {"us_per_call", Round(r.us_per_call, 2)}});
     }
-    const double geomean = std::exp(log_sum / counted);
+    const double wall = std::exp(log_wall / counted), cpu = std::exp(log_cpu / counted);
     Emit({{"bench", "blas_summary"}, {"backend", o.only}, {"kernels", b.kernels}, {"threads", threads},
-          {"peak_gemm", Name(kPeak)}, {"peak_gflops", std::round(peak * 10) / 10},
-          {"models_geomean_gflops", std::round(geomean * 10) / 10},
-          {"models_geomean_of_peak", std::round(geomean / peak * 100) / 100}, {"load_average", LoadAverage()}});
+          {"peak_gemm", Name(kPeak)}, {"peak_gflops", Round(peak.gflops, 1)},
+          {"peak_gflops_per_cpu_s", Round(peak.gflops_per_cpu, 1)}, {"models_geomean_gflops", Round(wall, 1)},
+          {"models_geomean_gflops_per_cpu_s", Round(cpu, 1)}, {"models_geomean_of_peak", Round(wall / peak.gflops, 2)},
+          {"load_average", Round(LoadAverage(), 2)}});
   }
   return 0;
 }
