@@ -127,16 +127,23 @@ int (*private_thread_shutdown)() = nullptr;
 void ShutDownPrivateThreads() { private_thread_shutdown(); }
 
 BlasApi Load() {
-  blas::Kernels k;
-  k.cpu = blas::DetectCpuFeatures().ToString();
+  const blas::CpuFeatures cpu = blas::DetectCpuFeatures();
   const char* forced = std::getenv(kCoreVariable);
-  std::string core = forced != nullptr && *forced != '\0' ? forced : blas::OpenBlasCoreFor(blas::DetectCpuFeatures());
-  k.chosen_by = forced != nullptr && *forced != '\0' ? kCoreVariable
-                : core.empty()                        ? "OpenBLAS's own CPU table"
-                                                      : "CPU features";
+  const bool by_variable = forced != nullptr && *forced != '\0';
+  const std::string core = by_variable ? forced : blas::OpenBlasCoreFor(cpu);
+  blas::Kernels k;
+  k.cpu = cpu.ToString();
+  k.chosen_by = by_variable ? kCoreVariable : core.empty() ? "OpenBLAS's own CPU table" : "CPU features";
   void* handle = OpenPrivate(core);
   k.private_instance = handle != nullptr;
-  if (handle == nullptr) handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);  // shared: its kernels as loaded
+  if (handle == nullptr) {
+    // No namespace to spare (glibc has 16, each with static TLS to find):
+    // the process's shared instance, with whatever kernels it was loaded with.
+    const char* why = dlerror();
+    k.chosen_by = std::string("whoever loaded the shared instance (no namespace of Flotilla's own: ") +
+                  (why != nullptr ? why : "dlmopen failed") + ")";
+    handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  }
   FLOTILLA_CHECK(handle != nullptr, Unavailable, "cannot load ", kLibrary,
                  " (Debian package libopenblas0): ", dlerror());
   BlasApi api;
@@ -155,7 +162,7 @@ BlasApi Load() {
   config >> name >> version;
   k.library = name + " " + version;
   api.kernels = k;
-  api.requested_core = core;
+  if (k.private_instance) api.requested_core = core;
   return api;  // the library stays loaded for the life of the process
 }
 
