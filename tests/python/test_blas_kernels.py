@@ -92,3 +92,15 @@ def test_kernels_reported_in_python():
     assert info["library"].startswith("OpenBLAS ")
     assert info["threads"] == 1
     assert info["core"] in info["summary"] and info["cpu"] in info["summary"]
+
+
+def test_env_explain_names_the_isa_and_kernels():
+    cpp = cpp_side()
+    done = subprocess.run([build_path("bin", "flotilla"), "env", "--explain"], env=child_env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    math = done.stdout[done.stdout.index("math kernels:"):]
+    assert f"kernels   {cpp['core']}, chosen by CPU features" in math, math
+    assert f"blas      {cpp['library']}, Flotilla's own instance" in math, math
+    assert "threads   1 " in math, math  # OPENBLAS_NUM_THREADS=1 in the tests' environment
+    assert "cpu       " in math and ("SSE3" in math or "none" in math), math
