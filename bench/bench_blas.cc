@@ -165,7 +165,7 @@ Backend Load(const std::string& name) {
   }
   if (name == "blis") {
     void* h = dlopen("libblis.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) throw std::runtime_error(dlerror());
+    if (h == nullptr) throw std::runtime_error(std::string(dlerror()) + " (scripts/install-deps.sh --bench)");
     Backend b;
     auto arch = Sym<int (*)()>(h, "bli_arch_query_id")();
     b.kernels = std::string(Sym<const char* (*)(int)>(h, "bli_arch_string")(arch)) + " (BLIS " +
@@ -177,7 +177,7 @@ Backend Load(const std::string& name) {
   }
   if (name == "onednn") {
     void* h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) throw std::runtime_error(dlerror());
+    if (h == nullptr) throw std::runtime_error(std::string(dlerror()) + " (scripts/install-deps.sh --bench)");
     using Sgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                           int64_t, float, float*, int64_t);
     struct Version { int major, minor, patch; const char* hash; unsigned cpu_runtime, gpu_runtime; };
