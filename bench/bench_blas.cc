@@ -14,7 +14,9 @@
 //                       itself (OPENBLAS_CORETYPE of the environment, else its
 //                       model table) — what a process that shares NumPy's gets
 //   blis                BLIS's cblas_sgemm (libblis.so.4, Debian libblis4)
-//   onednn              oneDNN's dnnl_sgemm (libdnnl.so.2, Debian libdnnl2)
+//   onednn              oneDNN's dnnl_sgemm (libdnnl.so.2, Debian libdnnl2); its
+//                       threads are libgomp's, whose default waits spin: give it
+//                       OMP_WAIT_POLICY=passive on a machine that is not idle
 // A backend whose library is missing prints one {"skipped": ...} line.
 //
 // Prints JSON lines, one per backend × threads × shape:
