@@ -11,7 +11,10 @@ probe forced to Prescott's kernels gives other bits, checked here too.
 """
 
 import json
+import platform
 import subprocess
+
+import pytest
 
 
 from conftest import build_path, child_env, run_python
@@ -61,6 +64,10 @@ def python_side(extra=None) -> dict:
     return json.loads(done.stdout)
 
 
+X86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="OpenBLAS's x86-64 core types")
+
+
+@X86_64
 def test_python_after_numpy_on_poor_kernels_runs_the_cpp_kernels():
     cpp = cpp_side()
     py = python_side({"OPENBLAS_CORETYPE": "Prescott"})
@@ -74,6 +81,7 @@ def test_python_after_numpy_on_poor_kernels_runs_the_cpp_kernels():
     assert py["digest"] == cpp["digest"], "the same GEMM gave other bits in Python than in C++"
 
 
+@X86_64
 def test_other_kernels_give_other_bits():
     """The digest tells kernel levels apart, so the test above can fail."""
     mine = cpp_side()
@@ -94,6 +102,7 @@ def test_kernels_reported_in_python():
     assert info["core"] in info["summary"] and info["cpu"] in info["summary"]
 
 
+@X86_64
 def test_env_explain_names_the_isa_and_kernels():
     cpp = cpp_side()
     done = subprocess.run([build_path("bin", "flotilla"), "env", "--explain"], env=child_env(), capture_output=True,
