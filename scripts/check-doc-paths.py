@@ -3,12 +3,13 @@
 
 Usage: check-doc-paths.py [REPO_ROOT]
 
-Reads README.md, docs/*.md and every other tracked *.md, and checks each path
-they cite under one of the repository's top-level folders (``src/``,
-``include/``, ``tests/``, ``bench/``, ``docs/``, ...). A program may be cited
-by name (``tests/x_test`` for ``tests/x_test.cc``); globs (``*``) must match at
-least one file; brace lists (``a{,_b}.cc``) are expanded. Text inside double
-quotes (JSON values such as ``"python/cpp"``) is not a citation.
+Reads every tracked Markdown file and checks each path it cites — in a code
+span or a link target — under one of the repository's top-level folders
+(``src/``, ``include/``, ``tests/``, ``bench/``, ``docs/``, ...), or a layer's
+file cited from inside the layer (``fleet/heter_split.h``). A program may be
+cited by name (``tests/x_test`` for ``tests/x_test.cc``); globs (``*``) must
+match at least one file; brace lists (``a{,_b}.cc``) are expanded. Text inside
+double quotes (JSON values such as ``"python/cpp"``) is not a citation.
 """
 
 import glob
@@ -38,8 +39,23 @@ def expand_braces(path: str) -> List[str]:
     return ["".join(c) for c in itertools.product(*choices)]
 
 
+# Where a document cites: code spans and link targets.
+CITATION_RE = re.compile(r"`([^`]+)`|\]\(([^)\s]+)\)")
+
+
+def citations(line: str) -> Iterator[str]:
+    for match in CITATION_RE.finditer(line):
+        yield match.group(1) or match.group(2)
+
+
 def cited_paths(text: str) -> Iterator[List[str]]:
-    """Each citation in ``text``, as the paths any one of which it may name."""
+    """Each path cited in ``text`` (a code span or link target), as the paths
+    any one of which it may name."""
+    for span in citations(text):
+        yield from paths_in(span)
+
+
+def paths_in(text: str) -> Iterator[List[str]]:
     for match in PATH_RE.finditer(text):
         for path in expand_braces(match.group(1).rstrip(".,")):
             yield [path]
