@@ -15,6 +15,8 @@ from .base.role_maker import (MPISymetricRoleMaker, PaddleCloudRoleMaker, Role, 
 from .fleet import DistributedOptimizer, Fleet  # noqa: F401
 from .strategy import DistributedStrategy  # noqa: F401
 from .base.util_factory import UtilBase, set_util  # noqa: F401
+from . import data_generator  # noqa: F401
+from .data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator  # noqa: F401
 
 fleet = Fleet()
 util = UtilBase()  # fleet.init gives it the role; set_util replaces it
@@ -26,4 +28,5 @@ _FUNCTIONS = ["init", "is_worker", "is_server", "is_first_worker", "worker_index
 _bind(globals(), fleet, _FUNCTIONS)
 
 __all__ = ["fleet", "Fleet", "DistributedOptimizer", "DistributedStrategy", "PaddleCloudRoleMaker",
-           "UserDefinedRoleMaker", "MPISymetricRoleMaker", "Role", "base", "UtilBase", "util", "set_util"] + _FUNCTIONS
+           "UserDefinedRoleMaker", "MPISymetricRoleMaker", "Role", "base", "UtilBase", "util", "set_util",
+           "data_generator", "MultiSlotDataGenerator", "MultiSlotStringDataGenerator"] + _FUNCTIONS
