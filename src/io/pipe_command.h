@@ -1,0 +1,22 @@
+// Reading a data file through a Dataset's pipe command, as Paddle does
+// (`cat file | command`): the command runs under /bin/sh with the file on
+// its stdin, and its stdout is parsed as MultiSlot text.
+#pragma once
+
+#include <string>
+
+#include "flotilla/io/multislot.h"
+
+namespace flotilla::io {
+
+// Parses `path` through `command` into `out` (whose specs are the parser's);
+// returns the records appended. An empty command or "cat" reads the file
+// directly. Blocks until the command has exited. Throws NotFound when the
+// file cannot be read, Corruption "<path> (via '<command>'):<line>: ..."
+// for a malformed output line (the command is then killed), and Unavailable
+// naming the exit status (or signal) and the tail of stderr when the
+// command fails. Safe to call from several threads at once.
+int64_t ParseThroughPipe(const MultiSlotParser& parser, const std::string& path, const std::string& command,
+                         SlotColumns* out);
+
+}  // namespace flotilla::io
