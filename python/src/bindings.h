@@ -32,6 +32,7 @@ void BindExecutor(py::module_& m);
 void BindLayers(py::module_& m);
 void BindOptimizers(py::module_& m);
 void BindIo(py::module_& m);
+void BindDataset(py::module_& io);  // into the io submodule
 void BindFleet(py::module_& m);
 // Convolutional layers (into m.layers, and m.functional) and image models
 // and data (m.vision): nn_layers.cc, vision.cc.

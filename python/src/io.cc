@@ -126,6 +126,7 @@ void BindIo(py::module_& parent) {
         "Samples (features[13] float32, price[1] float32) of the UCI housing training split.");
   m.def("uci_housing_test", [] { return SampleIterator(io::uci_housing::Test()); },
         "Samples of the UCI housing test split.");
+  BindDataset(m);
 }
 
 }  // namespace flotilla::python

@@ -17,6 +17,8 @@ from .strategy import DistributedStrategy  # noqa: F401
 from .base.util_factory import UtilBase, set_util  # noqa: F401
 from . import data_generator  # noqa: F401
 from .data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator  # noqa: F401
+from . import dataset  # noqa: F401
+from .dataset import DatasetBase, InMemoryDataset, QueueDataset  # noqa: F401
 
 fleet = Fleet()
 util = UtilBase()  # fleet.init gives it the role; set_util replaces it
@@ -29,4 +31,5 @@ _bind(globals(), fleet, _FUNCTIONS)
 
 __all__ = ["fleet", "Fleet", "DistributedOptimizer", "DistributedStrategy", "PaddleCloudRoleMaker",
            "UserDefinedRoleMaker", "MPISymetricRoleMaker", "Role", "base", "UtilBase", "util", "set_util",
-           "data_generator", "MultiSlotDataGenerator", "MultiSlotStringDataGenerator"] + _FUNCTIONS
+           "data_generator", "MultiSlotDataGenerator", "MultiSlotStringDataGenerator",
+           "dataset", "DatasetBase", "InMemoryDataset", "QueueDataset"] + _FUNCTIONS

@@ -1,0 +1,96 @@
+// Paddle's Dataset API (flotilla._core.io.Dataset): the C++ io::Dataset
+// with its state; flotilla.distributed.fleet.dataset gives it Paddle's
+// names. Loading releases the GIL; batches cross as NumPy arrays.
+#include <pybind11/numpy.h>
+#include <pybind11/functional.h>
+
+#include "bindings.h"
+#include "flotilla/io/dataset.h"
+
+namespace flotilla::python {
+
+namespace {
+
+template <typename T>
+py::array_t<T> ToArray(const std::vector<T>& values) {
+  py::array_t<T> out(static_cast<py::ssize_t>(values.size()));
+  std::copy(values.begin(), values.end(), out.mutable_data());
+  return out;
+}
+
+// {slot name: (values, offsets)}: values int64 or float32, offsets int64
+// with records + 1 entries (the slot's LoD).
+py::dict BatchToDict(const io::SlotColumns& batch) {
+  py::dict out;
+  for (size_t s = 0; s < batch.specs.size(); ++s) {
+    const io::SlotValues& v = batch.slots[s];
+    py::object values = batch.specs[s].type == io::SlotType::kInt64 ? py::object(ToArray(v.int64s))
+                                                                     : py::object(ToArray(v.floats));
+    out[py::str(batch.specs[s].name)] = py::make_tuple(values, ToArray(v.offsets));
+  }
+  return out;
+}
+
+void SetUseVar(io::Dataset& ds, const std::vector<std::pair<std::string, std::string>>& slots) {
+  std::vector<io::SlotSpec> specs;
+  for (const auto& [name, type] : slots) specs.push_back({name, io::SlotTypeFromString(type)});
+  ds.SetUseVar(std::move(specs));
+}
+
+std::vector<std::pair<std::string, std::string>> UseVar(const io::Dataset& ds) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const io::SlotSpec& s : ds.use_var()) out.emplace_back(s.name, io::SlotTypeName(s.type));
+  return out;
+}
+
+void SetAllowEmptySlots(io::Dataset& ds, bool allow) {
+  io::MultiSlotParserOptions options;
+  options.allow_empty_slots = allow;
+  ds.SetParserOptions(options);
+}
+
+// Calls `consume` with each batch's dict, the GIL held only around the call.
+void ForEachBatch(const io::Dataset& ds, const std::function<void(py::dict)>& consume) {
+  py::gil_scoped_release release;
+  ds.ForEachBatch([&](const io::SlotColumns& batch) {
+    py::gil_scoped_acquire acquire;
+    consume(BatchToDict(batch));
+  });
+}
+
+}  // namespace
+
+void BindDataset(py::module_& m) {
+  using io::Dataset;
+  py::class_<Dataset>(m, "Dataset", "Paddle's InMemoryDataset / QueueDataset (C++ io::Dataset).")
+      .def(py::init([](const std::string& kind) { return std::make_unique<Dataset>(io::DatasetKindFromString(kind)); }),
+           py::arg("kind"))
+      .def_property_readonly("kind", [](const Dataset& d) {
+        return d.kind() == io::DatasetKind::kInMemory ? "InMemoryDataset" : "QueueDataset";
+      })
+      .def("set_use_var", &SetUseVar, py::arg("slots"), "[(name, 'uint64' | 'int64' | 'float'), ...]")
+      .def("use_var", &UseVar)
+      .def("set_pipe_command", &Dataset::SetPipeCommand, py::arg("command"))
+      .def_property_readonly("pipe_command", &Dataset::pipe_command)
+      .def("set_filelist", &Dataset::SetFileList, py::arg("files"))
+      .def_property_readonly("filelist", &Dataset::file_list)
+      .def("set_batch_size", &Dataset::SetBatchSize, py::arg("batch_size"))
+      .def_property_readonly("batch_size", &Dataset::batch_size)
+      .def("set_thread_num", &Dataset::SetThreadNum, py::arg("thread_num"))
+      .def_property_readonly("thread_num", &Dataset::thread_num)
+      .def("set_allow_empty_slots", &SetAllowEmptySlots, py::arg("allow"))
+      .def("load_into_memory", &Dataset::LoadIntoMemory, py::call_guard<py::gil_scoped_release>())
+      .def("preload_into_memory", &Dataset::PreloadIntoMemory)
+      .def("wait_preload_done", &Dataset::WaitPreloadDone, py::call_guard<py::gil_scoped_release>())
+      .def("local_shuffle", &Dataset::LocalShuffle, py::arg("seed"), py::call_guard<py::gil_scoped_release>())
+      .def("release_memory", &Dataset::ReleaseMemory)
+      .def("memory_data_size", &Dataset::MemoryDataSize)
+      .def("shuffle_data_size", &Dataset::ShuffleDataSize)
+      .def("batch_count", &Dataset::BatchCount)
+      .def("batch", [](const Dataset& d, int64_t i) { return BatchToDict(d.Batch(i)); }, py::arg("index"),
+           "{slot name: (values, offsets)} of batch `index` in memory.")
+      .def("for_each_batch", &ForEachBatch, py::arg("consume"),
+           "Calls consume({slot name: (values, offsets)}) per batch (a QueueDataset streams its files).");
+}
+
+}  // namespace flotilla::python
