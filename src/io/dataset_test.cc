@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flotilla/common/error.h"
+#include "flotilla/io/dataset_feed.h"
 
 namespace flotilla::io {
 namespace {
@@ -183,6 +184,33 @@ TEST_F(DatasetTest, SettingsAreChecked) {
   EXPECT_THROW(ds.SetUseVar({}), InvalidArgument);
   ds.SetFileList({Write("a", 0, 1)});
   EXPECT_NE(LoadError(&ds).find("call set_use_var first"), std::string::npos);
+}
+
+TEST_F(DatasetTest, BatchesAsFeedsWithOffsets) {
+  Dataset ds(DatasetKind::kInMemory);
+  ds.SetUseVar({{"ids", SlotType::kInt64}, {"dense", SlotType::kFloat32, {-1, 2}}, {"label", SlotType::kInt64, {1}}});
+  ds.SetFileList({WriteText("a", "3 1 2 3 2 0.5 1.5 1 0\n1 4 2 2.5 3.5 1 1\n")});
+  ds.SetBatchSize(2);
+  ds.LoadIntoMemory();
+  const SlotFeeds feeds = ToFeeds(ds.Batch(0));
+  const Tensor& ids = feeds.tensors.at("ids");
+  EXPECT_EQ(ids.dims(), (Dims{4, 1}));
+  EXPECT_EQ(ids.data<int64_t>()[3], 4);
+  EXPECT_EQ(feeds.offsets.at("ids"), (std::vector<int64_t>{0, 3, 4}));
+  EXPECT_EQ(feeds.tensors.at("dense").dims(), (Dims{2, 2}));
+  EXPECT_EQ(feeds.tensors.at("dense").data<float>()[3], 3.5f);
+  EXPECT_EQ(feeds.tensors.at("label").dims(), (Dims{2, 1}));
+  EXPECT_EQ(feeds.offsets.count("dense"), 0u);
+
+  ds.SetFileList({WriteText("b", "1 1 2 0.5 1.5 1 0\n1 4 1 2.5 1 1\n")});
+  ds.LoadIntoMemory();
+  try {
+    ToFeeds(ds.Batch(0));
+    ADD_FAILURE() << "a short dense record was fed";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("dense slot 'dense' of shape [-1, 2] expects 2 value(s) per record, "
+                                         "record 1 of the batch holds 1"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

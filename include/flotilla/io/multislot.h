@@ -36,6 +36,10 @@ SlotType SlotTypeFromString(const std::string& name);
 struct SlotSpec {
   std::string name;
   SlotType type = SlotType::kInt64;
+  // Empty: a sequence slot (any count per record, fed with offsets). Else a
+  // dense slot fed as a tensor of this shape, -1 standing for the batch
+  // size (Paddle's lod_level 0 variables, e.g. [-1, 13]).
+  std::vector<int64_t> dense_shape;
 };
 
 // The values of one slot over many records.
