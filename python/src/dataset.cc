@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "flotilla/io/dataset.h"
+#include "flotilla/io/dataset_feed.h"
 
 namespace flotilla::python {
 
@@ -31,15 +32,30 @@ py::dict BatchToDict(const io::SlotColumns& batch) {
   return out;
 }
 
-void SetUseVar(io::Dataset& ds, const std::vector<std::pair<std::string, std::string>>& slots) {
+using SlotTuple = std::tuple<std::string, std::string, std::vector<int64_t>>;
+
+void SetUseVar(io::Dataset& ds, const std::vector<SlotTuple>& slots) {
   std::vector<io::SlotSpec> specs;
-  for (const auto& [name, type] : slots) specs.push_back({name, io::SlotTypeFromString(type)});
+  for (const auto& [name, type, shape] : slots) specs.push_back({name, io::SlotTypeFromString(type), shape});
   ds.SetUseVar(std::move(specs));
 }
 
-std::vector<std::pair<std::string, std::string>> UseVar(const io::Dataset& ds) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const io::SlotSpec& s : ds.use_var()) out.emplace_back(s.name, io::SlotTypeName(s.type));
+// ({slot name: Tensor}, {sequence slot name: offsets}) of batch `index`.
+py::tuple Feed(const io::Dataset& ds, int64_t index) {
+  io::SlotFeeds feeds;
+  {
+    py::gil_scoped_release release;
+    feeds = io::ToFeeds(ds.Batch(index));
+  }
+  py::dict tensors, offsets;
+  for (const auto& [name, t] : feeds.tensors) tensors[py::str(name)] = py::cast(t);
+  for (const auto& [name, o] : feeds.offsets) offsets[py::str(name)] = ToArray(o);
+  return py::make_tuple(tensors, offsets);
+}
+
+std::vector<SlotTuple> UseVar(const io::Dataset& ds) {
+  std::vector<SlotTuple> out;
+  for (const io::SlotSpec& s : ds.use_var()) out.emplace_back(s.name, io::SlotTypeName(s.type), s.dense_shape);
   return out;
 }
 
@@ -68,7 +84,8 @@ void BindDataset(py::module_& m) {
       .def_property_readonly("kind", [](const Dataset& d) {
         return d.kind() == io::DatasetKind::kInMemory ? "InMemoryDataset" : "QueueDataset";
       })
-      .def("set_use_var", &SetUseVar, py::arg("slots"), "[(name, 'uint64' | 'int64' | 'float'), ...]")
+      .def("set_use_var", &SetUseVar, py::arg("slots"),
+           "[(name, 'uint64' | 'int64' | 'float', dense shape or [] for a sequence slot), ...]")
       .def("use_var", &UseVar)
       .def("set_pipe_command", &Dataset::SetPipeCommand, py::arg("command"))
       .def_property_readonly("pipe_command", &Dataset::pipe_command)
@@ -89,6 +106,8 @@ void BindDataset(py::module_& m) {
       .def("batch_count", &Dataset::BatchCount)
       .def("batch", [](const Dataset& d, int64_t i) { return BatchToDict(d.Batch(i)); }, py::arg("index"),
            "{slot name: (values, offsets)} of batch `index` in memory.")
+      .def("feed", &Feed, py::arg("index"),
+           "({slot name: Tensor}, {sequence slot name: offsets}) of batch `index`: feeds for Executor.run.")
       .def("for_each_batch", &ForEachBatch, py::arg("consume"),
            "Calls consume({slot name: (values, offsets)}) per batch (a QueueDataset streams its files).");
 }

@@ -5,6 +5,7 @@ and the errors (file:line; pipe exit status and stderr tail)."""
 import re
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -20,8 +21,10 @@ from flotilla.distributed import fleet
 def slots():
     main, startup = flotilla.Program(), flotilla.Program()
     with flotilla.program_guard(main, startup):
-        ids = flotilla.static.data("ids", [-1, 1], dtype="int64", lod_level=1)
         label = flotilla.static.data("label", [-1, 1], dtype="float32")
+    # A sequence variable as set_use_var reads one (variables keep lod_level
+    # once tensors carry LoD).
+    ids = types.SimpleNamespace(name="ids", dtype="int64", shape=[-1, 1], lod_level=1)
     return [ids, label]
 
 
@@ -72,6 +75,18 @@ def test_batch_holds_values_and_offsets(tmp_path, slots):
     assert offsets.tolist() == [0, 2, 4]
     label, label_offsets = ds.dataset.batch(1)["label"]
     assert label.dtype == np.float32 and label.tolist() == [0.0] and label_offsets.tolist() == [0, 1]
+
+
+def test_batches_as_feeds(tmp_path, slots):
+    ds = dist.InMemoryDataset()
+    ds.init(batch_size=2, use_var=slots)
+    ds.set_filelist(write_parts(tmp_path, [3]))
+    ds.load_into_memory()
+    assert ds.dataset.use_var() == [("ids", "int64", []), ("label", "float32", [-1, 1])]
+    tensors, offsets = ds.dataset.feed(1)
+    assert np.asarray(tensors["ids"]).tolist() == [[2], [3]]
+    assert offsets["ids"].tolist() == [0, 2]
+    assert np.asarray(tensors["label"]).shape == (1, 1) and "label" not in offsets
 
 
 def test_fluid_factory_setters_and_generator_pipe(tmp_path, slots):

@@ -17,6 +17,8 @@ class Dataset:
         """{slot name: (values, offsets)} of batch `index` in memory."""
     def batch_count(self) -> int: ...
     batch_size: Any
+    def feed(self, index: Any) -> Any:
+        """({slot name: Tensor}, {sequence slot name: offsets}) of batch `index`: feeds for Executor.run."""
     filelist: Any
     def for_each_batch(self, consume: Any) -> None:
         """Calls consume({slot name: (values, offsets)}) per batch (a QueueDataset streams its files)."""
@@ -33,7 +35,7 @@ class Dataset:
     def set_pipe_command(self, command: Any) -> None: ...
     def set_thread_num(self, thread_num: Any) -> None: ...
     def set_use_var(self, slots: Any) -> None:
-        """[(name, 'uint64' | 'int64' | 'float'), ...]"""
+        """[(name, 'uint64' | 'int64' | 'float', dense shape or [] for a sequence slot), ...]"""
     def shuffle_data_size(self) -> int: ...
     thread_num: Any
     def use_var(self) -> Any: ...

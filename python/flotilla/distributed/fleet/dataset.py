@@ -33,6 +33,11 @@ def _slot_type(var: Any) -> str:
     raise ValueError("Currently, paddle.distributed.fleet.dataset only supports dtype=float32 and dtype=int64")
 
 
+def _dense_shape(var: Any) -> List[int]:
+    """A lod_level 0 variable is a dense slot of its shape; others are sequences."""
+    return [int(d) for d in var.shape] if var.lod_level == 0 else []
+
+
 class DatasetBase:
     """What both datasets share: settings, the file list, batches."""
 
@@ -71,7 +76,7 @@ class DatasetBase:
 
     def _set_use_var(self, var_list: Sequence[Any]) -> None:
         if var_list:
-            self.dataset.set_use_var([(v.name, _slot_type(v)) for v in var_list])
+            self.dataset.set_use_var([(v.name, _slot_type(v), _dense_shape(v)) for v in var_list])
         self.use_var = list(var_list)
 
     def _set_input_type(self, input_type: int) -> None:
