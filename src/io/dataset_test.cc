@@ -134,6 +134,11 @@ TEST_F(DatasetTest, MalformedLineNamesFileAndLine) {
   EXPECT_NE(LoadError(&ds).find(bad + ":2: expected the end of the line after 2 slot(s), found '9'"), std::string::npos);
   ds.SetPipeCommand("cat -");
   EXPECT_NE(LoadError(&ds).find(bad + " (via 'cat -'):2: expected the end"), std::string::npos) << LoadError(&ds);
+  // A command still writing when its output goes bad is stopped; the parse error stands.
+  ds.SetFileList({good});
+  ds.SetPipeCommand("cat; yes '1 1 1 x' | head -c 10000000");
+  EXPECT_NE(LoadError(&ds).find(good + " (via 'cat; yes '1 1 1 x' | head -c 10000000'):4: slot 1 'label' (int64): value 0 of 1: expected an integer, found 'x'"),
+            std::string::npos) << LoadError(&ds);
   EXPECT_EQ(ds.MemoryDataSize(), 0);
 }
 
@@ -147,6 +152,11 @@ TEST_F(DatasetTest, FailingPipeCommandNamesStatusAndStderrTail) {
   EXPECT_NE(error.find("exited with status 3; its stderr ends:\n"), std::string::npos) << error;
   EXPECT_NE(error.find("noise 2000\nreader: bad input\n"), std::string::npos) << error;
   EXPECT_EQ(error.find("noise 1\n"), std::string::npos) << "only the tail";
+  ds.SetPipeCommand("printf '2 1 2 1 0\\n3 1'; echo 'reader: crashed' >&2; exit 2");
+  const std::string crashed = LoadError(&ds);
+  EXPECT_NE(crashed.find("exited with status 2; its stderr ends:\nreader: crashed\n"), std::string::npos) << crashed;
+  EXPECT_NE(crashed.find("(its output then failed to parse: "), std::string::npos) << crashed;
+  EXPECT_NE(crashed.find(":2: slot 0 'ids' (int64): count 3 is more than"), std::string::npos) << crashed;
   ds.SetPipeCommand("kill -9 $$");
   EXPECT_NE(LoadError(&ds).find("was killed by signal 9"), std::string::npos) << LoadError(&ds);
   ds.SetPipeCommand("no_such_command_xyz");

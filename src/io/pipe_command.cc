@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -84,10 +85,39 @@ int WaitFor(pid_t pid) {
   return status;
 }
 
+// Waits up to `grace` for `pid` to exit, then kills its group and waits.
+// Sets *killed when it had to.
+int WaitOrKill(pid_t pid, std::chrono::milliseconds grace, bool* killed) {
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return status;
+    if (done < 0 && errno != EINTR) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  launch::SignalGroup(pid, SIGKILL);
+  *killed = true;
+  return WaitFor(pid);
+}
+
+// A command that ended because we stopped reading its output: SIGPIPE,
+// directly or as the shell's 128 + SIGPIPE.
+bool DiedOfClosedOutput(int status) {
+  return (WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) ||
+         (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGPIPE);
+}
+
 std::string DescribeExit(int status) {
   if (WIFSIGNALED(status))
     return StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
   return StrCat("exited with status ", WEXITSTATUS(status));
+}
+
+std::string CommandFailure(const std::string& command, const std::string& path, int status,
+                           const std::string& stderr_tail) {
+  return StrCat("pipe command '", command, "' on ", path, " ", DescribeExit(status),
+                stderr_tail.empty() ? "; its stderr is empty" : "; its stderr ends:\n", stderr_tail);
 }
 
 }  // namespace
@@ -113,6 +143,17 @@ int64_t ParseThroughPipe(const MultiSlotParser& parser, const std::string& path,
   int64_t records = 0;
   try {
     records = parser.ParseFd(out_read.get(), source, out);
+  } catch (const Corruption& e) {
+    // Stop reading: the command dies of SIGPIPE on its next write, or is
+    // killed. When it had failed on its own (a reader crashing mid-line),
+    // its exit status and stderr are the cause, the cut line only a symptom.
+    out_read.Close();
+    bool killed = false;
+    const int status = WaitOrKill(pid, std::chrono::seconds(5), &killed);
+    stderr_reader.join();
+    if (killed || DiedOfClosedOutput(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 0)) throw;
+    FLOTILLA_THROW(Unavailable, CommandFailure(command, path, status, stderr_tail), "\n(its output then failed to parse: ",
+                   e.what(), ")");
   } catch (...) {
     launch::SignalGroup(pid, SIGKILL);
     WaitFor(pid);
@@ -122,8 +163,7 @@ int64_t ParseThroughPipe(const MultiSlotParser& parser, const std::string& path,
   const int status = WaitFor(pid);
   stderr_reader.join();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return records;
-  FLOTILLA_THROW(Unavailable, "pipe command '", command, "' on ", path, " ", DescribeExit(status),
-                 stderr_tail.empty() ? "; its stderr is empty" : "; its stderr ends:\n", stderr_tail);
+  FLOTILLA_THROW(Unavailable, CommandFailure(command, path, status, stderr_tail));
 }
 
 }  // namespace flotilla::io

@@ -13,9 +13,10 @@ namespace flotilla::io {
 // returns the records appended. An empty command or "cat" reads the file
 // directly. Blocks until the command has exited. Throws NotFound when the
 // file cannot be read, Corruption "<path> (via '<command>'):<line>: ..."
-// for a malformed output line (the command is then killed), and Unavailable
+// for a malformed output line (the command is then stopped), and Unavailable
 // naming the exit status (or signal) and the tail of stderr when the
-// command fails. Safe to call from several threads at once.
+// command fails — also when it failed on its own and its cut output then
+// failed to parse. Safe to call from several threads at once.
 int64_t ParseThroughPipe(const MultiSlotParser& parser, const std::string& path, const std::string& command,
                          SlotColumns* out);
 
