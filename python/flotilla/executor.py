@@ -158,14 +158,14 @@ class Executor:
     def infer_from_dataset(self, *args: Any, **kwargs: Any) -> None:
         """Not in Flotilla (Paddle's Dataset API)."""
         raise NotImplementedError(
-            "Executor.infer_from_dataset (Paddle's Dataset API) is not in Flotilla; "
-            "nearest: a DataLoader and Executor.run")
+            "Executor.infer_from_dataset (Paddle's Dataset API) is not in Flotilla yet; nearest: Executor.run "
+            "fed with the dataset's batches (dataset.dataset.feed(i)) or a DataLoader")
 
     def train_from_dataset(self, *args: Any, **kwargs: Any) -> None:
         """Not in Flotilla (Paddle's Dataset API)."""
         raise NotImplementedError(
-            "Executor.train_from_dataset (Paddle's Dataset API) is not in Flotilla; "
-            "nearest: a DataLoader and Executor.run")
+            "Executor.train_from_dataset (Paddle's Dataset API) is not in Flotilla yet; nearest: Executor.run "
+            "fed with the dataset's batches (dataset.dataset.feed(i)) or a DataLoader")
 
 
 def as_numpy(value: Any) -> np.ndarray:
