@@ -163,6 +163,12 @@ def test_settings_refused_by_name(slots):
         ds.init(use_var=[bad])
     with pytest.raises(errors.InvalidArgumentError, match="batch size"):
         ds.init(batch_size=0)
+    ds.init(batch_size=2, queue_num=4, data_feed_type="MultiSlotInMemoryDataFeed")
+    ds._init_distributed_settings(fleet_send_batch_size=1024, parse_ins_id=False)
+    with pytest.raises(NotImplementedError, match="parse_ins_id=True"):
+        ds.update_settings(batch_size=4, parse_ins_id=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'thread'"):
+        ds.init(thread=2)
 
 
 def test_paddle_names_under_compat_switch(tmp_path):

@@ -33,6 +33,24 @@ def _slot_type(var: Any) -> str:
     raise ValueError("Currently, paddle.distributed.fleet.dataset only supports dtype=float32 and dtype=int64")
 
 
+# Paddle's settings that only tune its own implementation.
+_TUNING = {"queue_num", "fleet_send_batch_size", "fleet_send_sleep_seconds", "merge_size", "candidate_size"}
+_DATA_FEEDS = {"MultiSlotInMemoryDataFeed", "MultiSlotDataFeed"}
+
+
+def _check_extra_settings(kwargs: Dict[str, Any]) -> None:
+    for key, value in kwargs.items():
+        if key == "data_feed_type":
+            if value not in _DATA_FEEDS:
+                raise NotImplementedError(f"Dataset data_feed_type={value!r} is not in Flotilla; it reads "
+                                          f"{' and '.join(sorted(_DATA_FEEDS))} (the MultiSlot text format)")
+        elif key in ("parse_ins_id", "parse_content", "fea_eval"):
+            if value:
+                raise NotImplementedError(f"Dataset {key}=True is not in Flotilla")
+        elif key not in _TUNING:
+            raise TypeError(f"Dataset.init() got an unexpected keyword argument {key!r}")
+
+
 def _dense_shape(var: Any) -> List[int]:
     """A lod_level 0 variable is a dense slot of its shape; others are sequences."""
     return [int(d) for d in var.shape] if var.lod_level == 0 else []
@@ -55,7 +73,11 @@ class DatasetBase:
     def init(self, batch_size: int = 1, thread_num: int = 1, use_var: Optional[Sequence[Any]] = None,
              pipe_command: str = "cat", input_type: int = 0, fs_name: str = "", fs_ugi: str = "",
              download_cmd: str = "cat", **kwargs: Any) -> None:
-        """Paddle 2.x: every setting at once."""
+        """Paddle 2.x: every setting at once. Paddle's tuning keys
+        (``queue_num``, ``fleet_send_batch_size``, ...) are accepted and have
+        no effect; features Flotilla lacks raise NotImplementedError by name;
+        an unknown key is a TypeError."""
+        _check_extra_settings(kwargs)
         self._set_batch_size(batch_size)
         self._set_thread(thread_num)
         self._set_use_var(list(use_var or []))
@@ -132,13 +154,16 @@ class InMemoryDataset(DatasetBase):
     _KIND = "InMemoryDataset"
 
     def _init_distributed_settings(self, **kwargs: Any) -> None:
-        """Paddle's distributed settings; Flotilla has none to set yet."""
+        """Paddle's distributed settings: tuning keys have no effect, the
+        features Flotilla lacks raise NotImplementedError."""
+        _check_extra_settings(kwargs)
 
     def update_settings(self, **kwargs: Any) -> None:
         """Changes the settings ``init`` took."""
         setters = {"pipe_command": self._set_pipe_command, "batch_size": self._set_batch_size,
                    "thread_num": self._set_thread, "use_var": self._set_use_var,
                    "input_type": self._set_input_type, "download_cmd": self._set_download_cmd}
+        _check_extra_settings({k: v for k, v in kwargs.items() if k not in setters})
         for key, value in kwargs.items():
             if key in setters:
                 setters[key](value)
