@@ -54,7 +54,6 @@ constexpr FieldRule kHints[] = {
     {"cudnn_exhaustive_search", kNoCudnn},
     {"conv_workspace_size_limit", kNoCudnn},
     {"cudnn_batchnorm_spatial_persistent", kNoCudnn},
-    {"sync_nccl_allreduce", "update ops always wait for their gradients' all-reduce"},
     {"fuse_grad_size_in_TFLOPS", "buckets are sized by fuse_grad_size_in_MB"},
     {"elastic", "nearest: the elastic options of `flotilla launch`"},
     {"find_unused_parameters", "a static program holds only the parameters it uses"},

@@ -118,13 +118,13 @@ TEST(DistributedStrategy, HintsPassAndAreNamedWithWhy) {
       "fuse_grad_size_in_TFLOPS: 0.5 recompute: true build_strategy { fuse_bn_act_ops: true }");
   EXPECT_NO_THROW(s.Validate());
   const std::vector<std::string> hints = s.Hints();
-  ASSERT_EQ(hints.size(), 7u);
+  ASSERT_EQ(hints.size(), 6u);  // sync_nccl_allreduce is applied (collective_pass.cc)
   EXPECT_EQ(hints[0], "DistributedStrategy.auto=true has no effect in Flotilla: Flotilla applies the fields set; "
                       "nearest: set them yourself");
   EXPECT_NE(hints[2].find("conv_workspace_size_limit=1000 has no effect in Flotilla: there is no cuDNN"),
             std::string::npos) << hints[2];
-  EXPECT_NE(hints[4].find("fuse_grad_size_in_TFLOPS=0.5"), std::string::npos) << hints[4];
-  EXPECT_NE(hints[6].find("build_strategy.fuse_bn_act_ops=true"), std::string::npos) << hints[6];
+  EXPECT_NE(hints[3].find("fuse_grad_size_in_TFLOPS=0.5"), std::string::npos) << hints[3];
+  EXPECT_NE(hints[5].find("build_strategy.fuse_bn_act_ops=true"), std::string::npos) << hints[5];
   // Each hint once per process; the defaults give none.
   DistributedStrategy other;
   other->set_conv_workspace_size_limit(1000);

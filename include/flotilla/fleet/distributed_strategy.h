@@ -76,8 +76,8 @@ class DistributedStrategy {
   //   together with gradient_merge, sparse_table_configs' table_class other
   //   than memory / ssd, admit_probability outside (0, 1], negative counts,
   //   heter_configs.pipeline_depth < 1);
-  // - hints (auto, cudnn_*, conv_workspace_size_limit, sync_nccl_allreduce,
-  //   recompute, build_strategy's graph passes, ...): no effect on the CPU
+  // - hints (auto, cudnn_*, conv_workspace_size_limit, recompute,
+  //   build_strategy's graph passes, ...): no effect on the CPU
   //   backend and the same results; see Hints();
   // - refused: Paddle options that would change the result and that
   //   Flotilla lacks (amp, dgc, lars, lamb, pipeline, sharding, ...,

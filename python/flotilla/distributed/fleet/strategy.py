@@ -18,7 +18,7 @@ does). What a field does is the C++ core's decision
 
 - applied: the fields Flotilla implements;
 - hints (``auto``, ``cudnn_*``, ``conv_workspace_size_limit``,
-  ``sync_nccl_allreduce``, ...): no effect on the CPU backend; the first
+  ``_fuse_grad_size_in_TFLOPS``, ...): no effect on the CPU backend; the first
   assignment away from the default warns once per process, with the core's
   message;
 - refused (``amp``, ``dgc``, ``lars``, ``pipeline``, ``fetch_frequency`` != 1,
