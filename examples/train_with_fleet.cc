@@ -7,8 +7,9 @@
 //   build/bin/train_with_fleet                 # one process
 //
 // The strategy carries the seed's tuning flags (comm_num 2, num_threads 3,
-// num_iteration_per_drop_scope 30, fuse_all_reduce_ops, fetch_frequency 2)
-// and its advice to fuse about a tenth of the gradients per all-reduce.
+// num_iteration_per_drop_scope 30, fuse_all_reduce_ops) and its advice to
+// fuse about a tenth of the gradients per all-reduce; the training loop
+// fetches the loss every --fetch_frequency steps (2), as the seed's does.
 // Each rank draws its own random batches (like gen_data(), seeded by rank).
 // With --checkpoint_dir it saves a checkpoint every --checkpoint_every steps
 // and, when restarted (an elastic job's new world), resumes from the newest
@@ -156,7 +157,6 @@ fleet::DistributedStrategy MakeStrategy(const Flags& f) {
   s.exec_strategy().set_num_iteration_per_drop_scope(f.num_iteration_per_drop_scope);
   s.set_fuse_all_reduce_ops(f.fuse);
   s.set_fuse_grad_size_in_MB(f.fuse_mb);
-  s->set_fetch_frequency(f.fetch_frequency);
   if (f.localsgd_k > 0) {
     s.set_localsgd(true);
     s.localsgd_configs().set_k_steps(f.localsgd_k);
@@ -166,7 +166,7 @@ fleet::DistributedStrategy MakeStrategy(const Flags& f) {
 
 int Run(const Flags& flags) {
   RegisterAllOps();
-  math::SetBlasThreads(1);  // one compute thread per rank; ranks are processes
+  math::SetBlasThreads(1);  // until minimize applies exec_strategy.num_threads
   Program main, startup;
   if (flags.seed != 0) main.set_random_seed(flags.seed), startup.set_random_seed(flags.seed);
   ProgramGuard guard(main, startup);
@@ -195,7 +195,7 @@ int Run(const Flags& flags) {
   }
   DataGen data(flags.batch_size, 2021 + 7919 * static_cast<uint64_t>(rank) + 104729 * first,
                flags.labels == "sum");
-  int fetch_every = std::max(1, strategy->fetch_frequency());
+  int fetch_every = std::max(1, flags.fetch_frequency);
   float loss = 0;
   auto start = std::chrono::steady_clock::now();
   double cpu_start = CpuSeconds();

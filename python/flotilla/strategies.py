@@ -7,6 +7,7 @@ applies each field or refuses it by name (see
 ``flotilla.distributed.fleet.DistributedStrategy``).
 """
 
+import enum
 import os
 from typing import Any, Mapping, Optional
 
@@ -50,7 +51,7 @@ class ExecutionStrategy(_Settings):
                  "use_thread_barrier": False}
 
 
-def apply_execution_strategy(program: Program, fields: Mapping[str, int]) -> None:
+def apply_execution_strategy(program: Program, fields: Mapping[str, Any]) -> None:
     """Applies the ExecutionStrategy fields a user set (``fields``: name →
     value; absent ones keep Flotilla's behaviour) to ``program``:
 
@@ -62,27 +63,41 @@ def apply_execution_strategy(program: Program, fields: Mapping[str, int]) -> Non
     - ``num_iteration_per_drop_scope``: its temporaries are freed every that
       many runs (unset: kept for the life of the executor).
 
-    Raises ValueError naming a field that is not a positive int, and
-    NotImplementedError for any other field."""
-    unknown = set(fields) - {"num_threads", "num_iteration_per_run", "num_iteration_per_drop_scope"}
-    if unknown:
-        raise NotImplementedError(f"ExecutionStrategy fields {sorted(unknown)} are not in Flotilla")
-    threads = fields.get("num_threads")
-    if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise ValueError(f"ExecutionStrategy.num_threads must be an int of at least 1, got {threads!r}")
-        _core.fleet._set_compute_threads(min(threads, len(os.sched_getaffinity(0))))
+    The C++ strategy decides: TypeError naming a field of the wrong type,
+    InvalidArgumentError (a ValueError) naming one out of range,
+    UnimplementedError (a NotImplementedError) for ``use_thread_barrier``."""
+    strategy = _core.fleet.DistributedStrategy()
+    strategy._set("exec_strategy", dict(fields))
+    strategy.validate()
+    if "num_threads" in fields:
+        _core.fleet._set_compute_threads(min(fields["num_threads"], len(os.sched_getaffinity(0))))
     set_run_settings(program, fields.get("num_iteration_per_run", 1), fields.get("num_iteration_per_drop_scope", 0))
 
 
 class BuildStrategy(_Settings):
-    """Graph-building options (Paddle's ``fluid.BuildStrategy``); fleet reads
-    ``fuse_all_reduce_ops`` and ``nccl_comm_num``."""
+    """Graph-building options (Paddle's ``fluid.BuildStrategy``). Fleet
+    applies ``fuse_all_reduce_ops``, ``nccl_comm_num``,
+    ``use_hierarchical_allreduce``, ``hierarchical_allreduce_inter_nranks``
+    and ``sync_batch_norm``; the graph passes are hints, and
+    ``gradient_scale_strategy`` other than CoeffNumDevice is refused (see
+    ``fleet::DistributedStrategy::Validate``)."""
+
+    class ReduceStrategy(enum.IntEnum):
+        AllReduce = 0
+        Reduce = 1
+
+    class GradientScaleStrategy(enum.IntEnum):
+        CoeffNumDevice = 0
+        One = 1
+        Customized = 2
 
     _defaults = {"fuse_all_reduce_ops": True, "nccl_comm_num": 1, "use_hierarchical_allreduce": False,
-                 "enable_inplace": True, "memory_optimize": None, "fuse_elewise_add_act_ops": False,
-                 "fuse_bn_act_ops": False, "enable_sequential_execution": False, "sync_batch_norm": False,
-                 "reduce_strategy": None, "gradient_scale_strategy": None}
+                 "hierarchical_allreduce_inter_nranks": 0, "enable_inplace": True, "memory_optimize": None,
+                 "fuse_elewise_add_act_ops": False, "fuse_bn_act_ops": False, "fuse_relu_depthwise_conv": False,
+                 "fuse_broadcast_ops": False, "fuse_all_optimizer_ops": False, "enable_auto_fusion": False,
+                 "enable_backward_optimizer_op_deps": True, "cache_runtime_context": False,
+                 "enable_sequential_execution": False, "sync_batch_norm": False, "reduce_strategy": None,
+                 "gradient_scale_strategy": None, "trainers_endpoints": []}
 
 
 class CompiledProgram:
@@ -106,11 +121,7 @@ class CompiledProgram:
                 f"CompiledProgram.with_data_parallel(places={places!r}): Flotilla runs one process per "
                 "device; nearest: fleet.distributed_optimizer under `flotilla launch --devices ...`")
         if exec_strategy is not None:
-            if exec_strategy.use_thread_barrier:
-                raise NotImplementedError("ExecutionStrategy.use_thread_barrier=True is not in Flotilla "
-                                          "(its executor runs ops on one thread)")
-            apply_execution_strategy(self._program, {k: v for k, v in exec_strategy._changed().items()
-                                                     if k != "use_thread_barrier"})
+            apply_execution_strategy(self._program, exec_strategy._changed())
         return self
 
 

@@ -33,12 +33,29 @@ std::pair<pb::Message*, const pb::FieldDescriptor*> Field(pb::Message& root, con
   }
 }
 
+py::object GetRepeated(const pb::Message& msg, const pb::FieldDescriptor* f) {
+  const pb::Reflection* r = msg.GetReflection();
+  py::list out;
+  for (int i = 0; i < r->FieldSize(msg, f); ++i) {
+    switch (f->cpp_type()) {
+      case pb::FieldDescriptor::CPPTYPE_STRING: out.append(py::str(r->GetRepeatedString(msg, f, i))); break;
+      case pb::FieldDescriptor::CPPTYPE_FLOAT: out.append(py::float_(r->GetRepeatedFloat(msg, f, i))); break;
+      default: FLOTILLA_THROW(Internal, "DistributedStrategy field '", f->name(), "' has an unexpected type");
+    }
+  }
+  return out;
+}
+
 py::object GetField(DistributedStrategy& s, const std::string& path) {
   auto [msg, f] = Field(*s.operator->(), path);
   const pb::Reflection* r = msg->GetReflection();
+  if (f->is_repeated()) return GetRepeated(*msg, f);
   switch (f->cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_INT32: return py::int_(r->GetInt32(*msg, f));
+    case pb::FieldDescriptor::CPPTYPE_INT64: return py::int_(r->GetInt64(*msg, f));
     case pb::FieldDescriptor::CPPTYPE_BOOL: return py::bool_(r->GetBool(*msg, f));
+    case pb::FieldDescriptor::CPPTYPE_FLOAT: return py::float_(r->GetFloat(*msg, f));
+    case pb::FieldDescriptor::CPPTYPE_STRING: return py::str(r->GetString(*msg, f));
     case pb::FieldDescriptor::CPPTYPE_MESSAGE: {
       py::dict d;
       const pb::Message& sub = r->GetMessage(*msg, f);
@@ -52,32 +69,75 @@ py::object GetField(DistributedStrategy& s, const std::string& path) {
   }
 }
 
+// Python's types, as Paddle checks them: an int is not a bool, a float may
+// be given as an int.
+bool IsInt(const py::handle& v) { return py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v); }
+bool IsFloat(const py::handle& v) { return py::isinstance<py::float_>(v) || IsInt(v); }
+
+void WrongType(const std::string& path, const char* expected, const py::handle& value) {
+  throw py::type_error("DistributedStrategy." + path + " expects " + expected + ", got " +
+                       py::repr(value).cast<std::string>());
+}
+
+void SetRepeated(pb::Message* msg, const pb::FieldDescriptor* f, const std::string& path, const py::handle& value) {
+  const pb::Reflection* r = msg->GetReflection();
+  if (!py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value)) WrongType(path, "a list", value);
+  const bool strings = f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING;
+  for (const py::handle item : value) {
+    if (strings ? !py::isinstance<py::str>(item) : !IsFloat(item)) {
+      WrongType(path, strings ? "a list of str" : "a list of numbers", value);
+    }
+  }
+  r->ClearField(msg, f);
+  for (const py::handle item : value) {
+    if (strings) {
+      r->AddString(msg, f, item.cast<std::string>());
+    } else {
+      r->AddFloat(msg, f, item.cast<float>());
+    }
+  }
+}
+
+// Sets `path` to `value`; throws TypeError naming the field and the type it
+// expects (the Python strategy warns and keeps the old value, as Paddle does).
 void SetField(DistributedStrategy& s, const std::string& path, const py::handle& value) {
   auto [msg, f] = Field(*s.operator->(), path);
   const pb::Reflection* r = msg->GetReflection();
+  if (f->is_repeated()) return SetRepeated(msg, f, path, value);
   switch (f->cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_INT32:
-      FLOTILLA_ENFORCE(py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value),
-                       "DistributedStrategy.", path, " expects an int, got ", py::repr(value).cast<std::string>());
+      if (!IsInt(value)) WrongType(path, "an int", value);
       r->SetInt32(msg, f, value.cast<int32_t>());
       return;
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      if (!IsInt(value)) WrongType(path, "an int", value);
+      r->SetInt64(msg, f, value.cast<int64_t>());
+      return;
     case pb::FieldDescriptor::CPPTYPE_BOOL:
-      FLOTILLA_ENFORCE(py::isinstance<py::bool_>(value), "DistributedStrategy.", path,
-                       " expects a bool, got ", py::repr(value).cast<std::string>());
+      if (!py::isinstance<py::bool_>(value)) WrongType(path, "a bool", value);
       r->SetBool(msg, f, value.cast<bool>());
       return;
+    case pb::FieldDescriptor::CPPTYPE_FLOAT:
+      if (!IsFloat(value)) WrongType(path, "a number", value);
+      r->SetFloat(msg, f, value.cast<float>());
+      return;
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+      if (!py::isinstance<py::str>(value)) WrongType(path, "a str", value);
+      r->SetString(msg, f, value.cast<std::string>());
+      return;
     case pb::FieldDescriptor::CPPTYPE_MESSAGE:
-      FLOTILLA_ENFORCE(py::isinstance<py::dict>(value), "DistributedStrategy.", path,
-                       " expects a dict of its fields, got ", py::repr(value).cast<std::string>());
+      if (!py::isinstance<py::dict>(value)) WrongType(path, "a dict of its fields", value);
       for (auto [k, v] : value.cast<py::dict>()) SetField(s, path + "." + py::str(k).cast<std::string>(), v);
       return;
     default: FLOTILLA_THROW(Internal, "DistributedStrategy field '", path, "' has an unexpected type");
   }
 }
 
-// True when `path` was given a value (a config group: any of its fields).
+// True when `path` was given a value (a config group: any of its fields; a
+// list: any value).
 bool HasField(DistributedStrategy& s, const std::string& path) {
   auto [msg, f] = Field(*s.operator->(), path);
+  if (f->is_repeated()) return msg->GetReflection()->FieldSize(*msg, f) > 0;
   return msg->GetReflection()->HasField(*msg, f);
 }
 
@@ -163,7 +223,11 @@ void BindStrategy(py::module_& m) {
       .def("_fields", &FieldNames)
       .def("to_text", &DistributedStrategy::ToText)
       .def_static("from_text", &DistributedStrategy::FromText, py::arg("text"), py::arg("what") = "strategy")
-      .def("validate", &DistributedStrategy::Validate);
+      .def("validate", &DistributedStrategy::Validate,
+           "What applying the strategy decides: raises for a field out of range or refused, naming it.")
+      .def("_hints", &DistributedStrategy::Hints)
+      .def("_new_hints", &DistributedStrategy::NewHints)
+      .def("_honour_paddle_flags", &DistributedStrategy::HonourPaddleFlags);
 }
 
 void BindFleetFunctions(py::module_& m) {

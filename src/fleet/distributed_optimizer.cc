@@ -1,8 +1,27 @@
+#include <sched.h>
+
+#include <algorithm>
+
 #include "fleet/collective_pass.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/core/math.h"
 #include "flotilla/fleet/fleet.h"
 
 namespace flotilla::fleet {
+
+namespace {
+
+// exec_strategy.num_threads, when set: the threads this process's GEMM
+// kernels use, at most the CPUs it may run on (the executor runs a
+// program's ops in order on one thread; the threads go to large kernels).
+void ApplyComputeThreads(const DistributedStrategy& strategy) {
+  if (!strategy->exec_strategy().has_num_threads()) return;
+  cpu_set_t cpus;
+  const int available = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  math::SetBlasThreads(std::min(strategy->exec_strategy().num_threads(), std::max(available, 1)));
+}
+
+}  // namespace
 
 DistributedOptimizer::DistributedOptimizer(Fleet& fleet, optimizer::Optimizer& opt,
                                            DistributedStrategy strategy)
@@ -12,6 +31,7 @@ optimizer::MinimizeResult DistributedOptimizer::minimize(const Variable& loss, P
                                                          const std::vector<std::string>& parameter_list,
                                                          const std::set<std::string>& no_grad_set) {
   Program& start = startup != nullptr ? *startup : default_startup_program();
+  ApplyComputeThreads(strategy_);
   optimizer::MinimizeResult result;
   result.params_grads = opt_.backward(loss, &start, parameter_list, no_grad_set);
   result.optimize_ops = opt_.apply_gradients(result.params_grads);

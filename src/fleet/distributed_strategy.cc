@@ -3,6 +3,13 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
 
@@ -29,32 +36,157 @@ void CheckAtLeast(int64_t value, int64_t min, const char* field) {
                  " must be at least ", min);
 }
 
-// The a_sync_configs fields of Paddle's communicator that Flotilla's does not
-// have: set to anything but their default, they are refused by name rather
-// than ignored (k_steps, max_merge_var_num, send_queue_size and
-// independent_recv_thread are applied).
-void RefuseUnappliedAsyncFields(const proto::AsyncConfig& a) {
-  const proto::AsyncConfig defaults;
-  const auto refuse = [](bool is_default, const char* field, const std::string& value,
-                         const char* instead) {
-    FLOTILLA_CHECK(is_default, Unimplemented, "DistributedStrategy.a_sync_configs.", field, "=", value,
-                   " is not applied by Flotilla's communicator; ", instead);
-  };
-  refuse(a.min_send_grad_num_before_recv() == defaults.min_send_grad_num_before_recv(),
-         "min_send_grad_num_before_recv", std::to_string(a.min_send_grad_num_before_recv()),
-         "leave it at 1 (a trainer receives after each send round)");
-  refuse(a.thread_pool_size() == defaults.thread_pool_size(), "thread_pool_size",
-         std::to_string(a.thread_pool_size()), "leave it at 1 (one send thread per trainer)");
-  refuse(a.send_wait_times() == defaults.send_wait_times(), "send_wait_times",
-         std::to_string(a.send_wait_times()), "leave it at 1; nearest: max_merge_var_num");
-  refuse(a.runtime_split_send_recv() == defaults.runtime_split_send_recv(), "runtime_split_send_recv",
-         a.runtime_split_send_recv() ? "true" : "false",
-         "leave it false (tables are split across servers when the program is transpiled)");
-  refuse(a.launch_barrier() == defaults.launch_barrier(), "launch_barrier",
-         a.launch_barrier() ? "true" : "false", "leave it true (trainers always wait for the servers)");
-  refuse(a.lr_decay_steps() == defaults.lr_decay_steps(), "lr_decay_steps",
-         std::to_string(a.lr_decay_steps()),
-         "leave it at 10 (servers apply the learning rate the trainers' program computes)");
+namespace pb = google::protobuf;
+
+// A Paddle field and what Flotilla tells a user who sets it away from its
+// default: why it has no effect (a hint), or the nearest option (refused).
+struct FieldRule {
+  const char* path;
+  const char* advice;
+};
+
+constexpr const char* kNoCudnn = "there is no cuDNN on the CPU backend";
+constexpr const char* kNoGraphPass = "Flotilla runs the program's ops as built, in order";
+
+// Hints: nothing on the CPU backend depends on them; results are the same.
+constexpr FieldRule kHints[] = {
+    {"auto", "Flotilla applies the fields set; nearest: set them yourself"},
+    {"cudnn_exhaustive_search", kNoCudnn},
+    {"conv_workspace_size_limit", kNoCudnn},
+    {"cudnn_batchnorm_spatial_persistent", kNoCudnn},
+    {"fuse_grad_size_in_TFLOPS", "buckets are sized by fuse_grad_size_in_MB"},
+    {"elastic", "nearest: the elastic options of `flotilla launch`"},
+    {"find_unused_parameters", "a static program holds only the parameters it uses"},
+    {"without_graph_optimization", kNoGraphPass},
+    {"recompute", "activations are kept: the same results with more memory"},
+    {"build_strategy.enable_sequential_execution", kNoGraphPass},
+    {"build_strategy.fuse_elewise_add_act_ops", kNoGraphPass},
+    {"build_strategy.fuse_bn_act_ops", kNoGraphPass},
+    {"build_strategy.fuse_relu_depthwise_conv", kNoGraphPass},
+    {"build_strategy.fuse_broadcast_ops", kNoGraphPass},
+    {"build_strategy.fuse_all_optimizer_ops", kNoGraphPass},
+    {"build_strategy.enable_inplace", "the executor reuses its temporaries by itself"},
+    {"build_strategy.enable_backward_optimizer_op_deps", kNoGraphPass},
+    {"build_strategy.cache_runtime_context", kNoGraphPass},
+    {"build_strategy.enable_auto_fusion", kNoGraphPass},
+    {"build_strategy.reduce_strategy", "every rank all-reduces every gradient (the same result)"},
+    {"build_strategy.trainers_endpoints", "the role maker gives the ranks"},
+    {"build_strategy.memory_optimize", "the executor reuses its temporaries by itself"},
+};
+
+// Refused: they would change what training computes, and Flotilla does not
+// implement them.
+constexpr FieldRule kRefused[] = {
+    {"amp", "nearest: float32 training (the CPU backend has no float16 kernels)"},
+    {"fp16_allreduce", "nearest: float32 all-reduce"},
+    {"fp16_compress", "nearest: float32 all-reduce"},
+    {"dgc", "nearest: fuse_all_reduce_ops with a larger fuse_grad_size_in_MB, or localsgd"},
+    {"lars", "nearest: the Momentum optimizer"},
+    {"lamb", "nearest: the Adam optimizer"},
+    {"adaptive_localsgd", "nearest: localsgd with localsgd_configs"},
+    {"pipeline", "nearest: data parallelism (fleet collective), with gradient_merge for micro-batches"},
+    {"tensor_parallel", "nearest: data parallelism (fleet collective)"},
+    {"sharding", "nearest: data parallelism (fleet collective)"},
+    {"semi_auto", "nearest: data parallelism (fleet collective)"},
+    {"heter_ccl_mode", "nearest: a heterogeneous parameter-server job (heter_configs)"},
+    {"qat", "nearest: float32 training"},
+    {"asp", "nearest: dense training"},
+    {"fetch_frequency",
+     "leave it at 1 and fetch every N steps in the training loop (exe.run without fetch_list copies "
+     "nothing out)"},
+    {"exec_strategy.use_thread_barrier", "leave it false (the executor runs ops on one thread)"},
+    {"build_strategy.gradient_scale_strategy",
+     "leave it at 0 (CoeffNumDevice: gradients are averaged over the ranks)"},
+    // Paddle's communicator options that Flotilla's lacks (k_steps,
+    // max_merge_var_num, send_queue_size and independent_recv_thread apply).
+    {"a_sync_configs.min_send_grad_num_before_recv", "leave it at 1 (a trainer receives after each send round)"},
+    {"a_sync_configs.thread_pool_size", "leave it at 1 (one send thread per trainer)"},
+    {"a_sync_configs.send_wait_times", "leave it at 1; nearest: max_merge_var_num"},
+    {"a_sync_configs.runtime_split_send_recv",
+     "leave it false (tables are split across servers when the program is transpiled)"},
+    {"a_sync_configs.launch_barrier", "leave it true (trainers always wait for the servers)"},
+    {"a_sync_configs.lr_decay_steps",
+     "leave it at 10 (servers apply the learning rate the trainers' program computes)"},
+};
+
+// The message and field `path` ("a_sync_configs.k_steps") names in `root`.
+std::pair<const pb::Message*, const pb::FieldDescriptor*> FieldAt(const pb::Message& root,
+                                                                  const std::string& path) {
+  const pb::Message* msg = &root;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const pb::FieldDescriptor* f = msg->GetDescriptor()->FindFieldByName(path.substr(start, dot - start));
+    FLOTILLA_CHECK(f != nullptr, Internal, "DistributedStrategy has no field ", path);
+    if (dot == std::string::npos) return {msg, f};
+    msg = &msg->GetReflection()->GetMessage(*msg, f);
+    start = dot + 1;
+  }
+}
+
+// The value of a scalar or repeated field as text; empty when it holds its
+// default (explicitly set to the default counts as the default).
+std::string ValueIfChanged(const pb::Message& root, const std::string& path) {
+  auto [msg, f] = FieldAt(root, path);
+  const pb::Reflection* r = msg->GetReflection();
+  if (f->is_repeated()) {
+    const int n = r->FieldSize(*msg, f);
+    return n == 0 ? "" : StrCat("[", n, " values]");
+  }
+  switch (f->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_BOOL: {
+      const bool v = r->GetBool(*msg, f);
+      return v == f->default_value_bool() ? "" : (v ? "true" : "false");
+    }
+    case pb::FieldDescriptor::CPPTYPE_INT32: {
+      const int32_t v = r->GetInt32(*msg, f);
+      return v == f->default_value_int32() ? "" : std::to_string(v);
+    }
+    case pb::FieldDescriptor::CPPTYPE_FLOAT: {
+      const float v = r->GetFloat(*msg, f);
+      return v == f->default_value_float() ? "" : StrCat(v);
+    }
+    default: FLOTILLA_THROW(Internal, "DistributedStrategy.", path, " has no rule for its type");
+  }
+}
+
+// Every field with a rule of `rules` set away from its default, as
+// (field, value, advice).
+template <size_t N>
+std::vector<std::array<std::string, 3>> Changed(const pb::Message& root, const FieldRule (&rules)[N]) {
+  std::vector<std::array<std::string, 3>> out;
+  for (const FieldRule& rule : rules) {
+    std::string value = ValueIfChanged(root, rule.path);
+    if (!value.empty()) out.push_back({rule.path, std::move(value), rule.advice});
+  }
+  return out;
+}
+
+void CheckRanges(const DistributedStrategy& s) {
+  const proto::DistributedStrategy& p = s.proto();
+  CheckAtLeast(s.comm_num(), 1, "comm_num");
+  CheckAtLeast(p.fuse_grad_size_in_mb(), 1, "fuse_grad_size_in_MB");
+  CheckAtLeast(p.hierarchical_allreduce_inter_nranks(), 0, "hierarchical_allreduce_inter_nranks");
+  CheckAtLeast(p.localsgd_configs().k_steps(), 1, "localsgd_configs.k_steps");
+  CheckAtLeast(p.localsgd_configs().begin_step(), 1, "localsgd_configs.begin_step");
+  CheckAtLeast(p.gradient_merge_configs().k_steps(), 1, "gradient_merge_configs.k_steps");
+  CheckAtLeast(p.exec_strategy().num_threads(), 1, "exec_strategy.num_threads");
+  CheckAtLeast(p.exec_strategy().num_iteration_per_run(), 1, "exec_strategy.num_iteration_per_run");
+  CheckAtLeast(p.exec_strategy().num_iteration_per_drop_scope(), 0, "exec_strategy.num_iteration_per_drop_scope");
+  FLOTILLA_CHECK(!(p.localsgd() && p.gradient_merge()), InvalidArgument,
+                 "DistributedStrategy: localsgd and gradient_merge cannot both be on");
+  const proto::SparseTableConfigs& t = p.sparse_table_configs();
+  FLOTILLA_CHECK(t.table_class() == "memory" || t.table_class() == "ssd", InvalidArgument,
+                 "DistributedStrategy: sparse_table_configs.table_class '", t.table_class(),
+                 "' is not memory or ssd");
+  FLOTILLA_CHECK(t.table_class() != "ssd" || t.memory_budget_mb() > 0, InvalidArgument,
+                 "DistributedStrategy: sparse_table_configs.table_class ssd needs memory_budget_mb > 0");
+  FLOTILLA_CHECK(t.admit_probability() > 0 && t.admit_probability() <= 1, InvalidArgument,
+                 "DistributedStrategy: sparse_table_configs.admit_probability ", t.admit_probability(),
+                 " is outside (0, 1]");
+  CheckAtLeast(t.admit_count(), 0, "sparse_table_configs.admit_count");
+  CheckAtLeast(p.heter_configs().pipeline_depth(), 1, "heter_configs.pipeline_depth");
+  CheckAtLeast(t.delete_after_unseen_passes(), 0, "sparse_table_configs.delete_after_unseen_passes");
 }
 
 }  // namespace
@@ -71,7 +203,7 @@ DistributedStrategy DistributedStrategy::FromText(const std::string& text, const
                    errors.message());
   }
   DistributedStrategy s(std::move(p));
-  s.Validate();
+  CheckRanges(s);
   return s;
 }
 
@@ -91,27 +223,41 @@ int DistributedStrategy::comm_num() const {
 }
 
 void DistributedStrategy::Validate() const {
-  CheckAtLeast(comm_num(), 1, "comm_num");
-  CheckAtLeast(proto_.fuse_grad_size_in_mb(), 1, "fuse_grad_size_in_MB");
-  CheckAtLeast(proto_.hierarchical_allreduce_inter_nranks(), 0, "hierarchical_allreduce_inter_nranks");
-  CheckAtLeast(proto_.localsgd_configs().k_steps(), 1, "localsgd_configs.k_steps");
-  CheckAtLeast(proto_.localsgd_configs().begin_step(), 1, "localsgd_configs.begin_step");
-  CheckAtLeast(proto_.gradient_merge_configs().k_steps(), 1, "gradient_merge_configs.k_steps");
-  FLOTILLA_CHECK(!(proto_.localsgd() && proto_.gradient_merge()), InvalidArgument,
-                 "DistributedStrategy: localsgd and gradient_merge cannot both be on");
-  const proto::SparseTableConfigs& t = proto_.sparse_table_configs();
-  FLOTILLA_CHECK(t.table_class() == "memory" || t.table_class() == "ssd", InvalidArgument,
-                 "DistributedStrategy: sparse_table_configs.table_class '", t.table_class(),
-                 "' is not memory or ssd");
-  FLOTILLA_CHECK(t.table_class() != "ssd" || t.memory_budget_mb() > 0, InvalidArgument,
-                 "DistributedStrategy: sparse_table_configs.table_class ssd needs memory_budget_mb > 0");
-  FLOTILLA_CHECK(t.admit_probability() > 0 && t.admit_probability() <= 1, InvalidArgument,
-                 "DistributedStrategy: sparse_table_configs.admit_probability ", t.admit_probability(),
-                 " is outside (0, 1]");
-  CheckAtLeast(t.admit_count(), 0, "sparse_table_configs.admit_count");
-  CheckAtLeast(proto_.heter_configs().pipeline_depth(), 1, "heter_configs.pipeline_depth");
-  CheckAtLeast(t.delete_after_unseen_passes(), 0, "sparse_table_configs.delete_after_unseen_passes");
-  RefuseUnappliedAsyncFields(proto_.a_sync_configs());
+  CheckRanges(*this);
+  for (const auto& [field, value, nearest] : Changed(proto_, kRefused)) {
+    FLOTILLA_THROW(Unimplemented, "DistributedStrategy.", field, "=", value, " is not applied by Flotilla; ",
+                   nearest);
+  }
+}
+
+std::vector<std::string> DistributedStrategy::Hints() const {
+  std::vector<std::string> out;
+  for (const auto& [field, value, why] : Changed(proto_, kHints)) {
+    out.push_back(StrCat("DistributedStrategy.", field, "=", value, " has no effect in Flotilla: ", why));
+  }
+  return out;
+}
+
+std::vector<std::string> DistributedStrategy::NewHints() const {
+  static std::mutex mu;
+  static std::set<std::string> given;
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> lock(mu);
+  for (std::string& hint : Hints()) {
+    if (given.insert(hint).second) out.push_back(std::move(hint));
+  }
+  return out;
+}
+
+void DistributedStrategy::HonourPaddleFlags() {
+  const char* value = std::getenv("FLAGS_fuse_parameter_memory_size");
+  if (value == nullptr || proto_.has_fuse_grad_size_in_mb()) return;
+  char* end = nullptr;
+  const double mb = std::strtod(value, &end);
+  FLOTILLA_CHECK(end != value && *end == '\0' && mb > 0 && std::isfinite(mb) && mb <= INT32_MAX,
+                 InvalidArgument, "FLAGS_fuse_parameter_memory_size='", value,
+                 "' must be a positive number of MB");
+  proto_.set_fuse_grad_size_in_mb(static_cast<int32_t>(std::ceil(mb)));
 }
 
 }  // namespace flotilla::fleet

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+#include <vector>
+
 #include "flotilla/common/error.h"
 
 namespace flotilla::fleet {
@@ -81,13 +85,97 @@ TEST(DistributedStrategy, AsyncFieldsTheCommunicatorLacksAreRefusedByName) {
   for (const char* field : {"min_send_grad_num_before_recv: 2", "thread_pool_size: 4", "send_wait_times: 3",
                             "runtime_split_send_recv: true", "launch_barrier: false", "lr_decay_steps: 5"}) {
     try {
-      DistributedStrategy::FromText(std::string("a_sync_configs { ") + field + " }");
+      DistributedStrategy::FromText(std::string("a_sync_configs { ") + field + " }").Validate();
       FAIL() << field << " was accepted";
     } catch (const Unimplemented& e) {
       const std::string name(field, std::string(field).find(':'));
       EXPECT_NE(std::string(e.what()).find("a_sync_configs." + name + "="), std::string::npos) << e.what();
     }
   }
+}
+
+// The message Validate throws for `text`, or "" when it accepts it.
+std::string Refusal(const std::string& text) {
+  try {
+    DistributedStrategy::FromText(text).Validate();
+  } catch (const Unimplemented& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DistributedStrategy, AppliedFieldsPassWithoutHints) {
+  auto s = DistributedStrategy::FromText(
+      "comm_num: 2 fuse_grad_size_in_MB: 8 localsgd: true localsgd_configs { k_steps: 4 } "
+      "exec_strategy { num_threads: 2 num_iteration_per_run: 3 } a_sync: false sync_batch_norm: true");
+  EXPECT_NO_THROW(s.Validate());
+  EXPECT_TRUE(s.Hints().empty());
+}
+
+TEST(DistributedStrategy, HintsPassAndAreNamedWithWhy) {
+  auto s = DistributedStrategy::FromText(
+      "auto: true cudnn_exhaustive_search: false conv_workspace_size_limit: 1000 sync_nccl_allreduce: false "
+      "fuse_grad_size_in_TFLOPS: 0.5 recompute: true build_strategy { fuse_bn_act_ops: true }");
+  EXPECT_NO_THROW(s.Validate());
+  const std::vector<std::string> hints = s.Hints();
+  ASSERT_EQ(hints.size(), 6u);  // sync_nccl_allreduce is applied (collective_pass.cc)
+  EXPECT_EQ(hints[0], "DistributedStrategy.auto=true has no effect in Flotilla: Flotilla applies the fields set; "
+                      "nearest: set them yourself");
+  EXPECT_NE(hints[2].find("conv_workspace_size_limit=1000 has no effect in Flotilla: there is no cuDNN"),
+            std::string::npos) << hints[2];
+  EXPECT_NE(hints[3].find("fuse_grad_size_in_TFLOPS=0.5"), std::string::npos) << hints[3];
+  EXPECT_NE(hints[5].find("build_strategy.fuse_bn_act_ops=true"), std::string::npos) << hints[5];
+  // Each hint once per process; the defaults give none.
+  DistributedStrategy other;
+  other->set_conv_workspace_size_limit(1000);
+  EXPECT_EQ(other.NewHints().size(), 1u);
+  EXPECT_TRUE(other.NewHints().empty());
+  other->set_conv_workspace_size_limit(4000);
+  EXPECT_TRUE(other.Hints().empty());
+}
+
+TEST(DistributedStrategy, UnimplementedFieldsLoadButAreRefusedWhenAppliedNamingTheNearestOption) {
+  EXPECT_NO_THROW(DistributedStrategy::FromText("amp: true dgc: true pipeline: true"));  // a Paddle prototxt loads
+  EXPECT_NE(Refusal("amp: true").find("DistributedStrategy.amp=true is not applied by Flotilla; "
+                                     "nearest: float32 training (the CPU backend has no float16 kernels)"),
+            std::string::npos);
+  EXPECT_NE(Refusal("dgc: true").find("dgc=true is not applied by Flotilla; nearest: fuse_all_reduce_ops"), std::string::npos);
+  EXPECT_NE(Refusal("lars: true").find("the Momentum optimizer"), std::string::npos);
+  EXPECT_NE(Refusal("fp16_compress: true").find("fp16_compress=true"), std::string::npos);
+  EXPECT_NE(Refusal("fetch_frequency: 2").find("fetch_frequency=2 is not applied by Flotilla; leave it at 1 and "
+                                               "fetch every N steps"), std::string::npos);
+  EXPECT_NE(Refusal("exec_strategy { use_thread_barrier: true }").find("exec_strategy.use_thread_barrier=true"),
+            std::string::npos);
+  EXPECT_NE(Refusal("build_strategy { gradient_scale_strategy: 1 }").find("gradient_scale_strategy=1"),
+            std::string::npos);
+  // Configs of a refused option configure nothing while it is off.
+  EXPECT_EQ(Refusal("amp_configs { init_loss_scaling: 1024 } recompute_configs { checkpoints: 'x' } "
+                    "pipeline_configs { micro_batch: 4 } amp: false"), "");
+}
+
+TEST(DistributedStrategy, ExecStrategyCountsOutOfRangeAreNamed) {
+  try {
+    DistributedStrategy::FromText("exec_strategy { num_iteration_per_run: 0 }");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("exec_strategy.num_iteration_per_run=0 must be at least 1"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(DistributedStrategy, FuseParameterMemorySizeFlagSizesBucketsUnlessTheStrategyDoes) {
+  setenv("FLAGS_fuse_parameter_memory_size", "15.5", 1);
+  DistributedStrategy unset;
+  unset.HonourPaddleFlags();
+  EXPECT_EQ(unset.fuse_grad_size_in_MB(), 16);
+  DistributedStrategy mine;
+  mine.set_fuse_grad_size_in_MB(4);
+  mine.HonourPaddleFlags();
+  EXPECT_EQ(mine.fuse_grad_size_in_MB(), 4);
+  setenv("FLAGS_fuse_parameter_memory_size", "lots", 1);
+  DistributedStrategy bad;
+  EXPECT_THROW(bad.HonourPaddleFlags(), InvalidArgument);
+  unsetenv("FLAGS_fuse_parameter_memory_size");
 }
 
 }  // namespace

@@ -199,7 +199,9 @@ void Fleet::barrier_worker() {
 DistributedOptimizer Fleet::distributed_optimizer(optimizer::Optimizer& opt,
                                                   DistributedStrategy strategy) {
   CheckInit("distributed_optimizer");
+  strategy.HonourPaddleFlags();
   strategy.Validate();
+  for (const std::string& hint : strategy.NewHints()) log::Warn("{}", hint);
   return DistributedOptimizer(*this, opt, std::move(strategy));
 }
 

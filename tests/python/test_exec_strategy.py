@@ -15,7 +15,6 @@ import flotilla
 from conftest import run_python
 from flotilla import errors, fluid
 from flotilla.distributed import fleet
-from flotilla.distributed.fleet import paddle_flags
 
 
 def _linear(programs):
@@ -70,7 +69,7 @@ def test_bad_execution_strategy_values_are_named(programs):
     main, _, _, _ = _linear(programs)
     strategy = fluid.ExecutionStrategy()
     strategy.num_iteration_per_run = 0
-    with pytest.raises(ValueError, match="num_iteration_per_run must be an int of at least 1, got 0"):
+    with pytest.raises(ValueError, match="exec_strategy.num_iteration_per_run=0 must be at least 1"):
         fluid.CompiledProgram(main).with_data_parallel(exec_strategy=strategy)
     strategy = fluid.ExecutionStrategy()
     strategy.use_thread_barrier = True
@@ -78,11 +77,11 @@ def test_bad_execution_strategy_values_are_named(programs):
         fluid.CompiledProgram(main).with_data_parallel(exec_strategy=strategy)
 
 
-def test_fetch_frequency_is_refused_by_name():
+def test_fetch_frequency_is_refused_by_name_when_applied():
     s = fleet.DistributedStrategy()
-    s.fetch_frequency = 1
-    with pytest.raises(NotImplementedError, match="fetch_frequency=2.*fetch every N steps in the training loop"):
-        s.fetch_frequency = 2
+    s.fetch_frequency = 2  # accepted here; the C++ core refuses it when applied
+    with pytest.raises(errors.UnimplementedError, match="fetch_frequency=2.*fetch every N steps in the training loop"):
+        s._core.validate()
 
 
 FLEET_SCRIPT = textwrap.dedent("""
@@ -133,7 +132,8 @@ def test_fleet_refuses_fetch_frequency_from_a_prototxt(tmp_path):
     strategy.write_text("fetch_frequency: 2\n")
     proc = run_python([str(script), "prototxt", str(strategy)])
     assert proc.returncode != 0
-    assert "NotImplementedError: DistributedStrategy.fetch_frequency=2" in proc.stderr
+    assert "UnimplementedError" in proc.stderr
+    assert "DistributedStrategy.fetch_frequency=2 is not applied by Flotilla" in proc.stderr
 
 
 PS_SCRIPT = textwrap.dedent("""
@@ -183,14 +183,17 @@ def test_flags_are_warned_about_once_when_the_first_executor_is_made():
     assert "FLAGS_selected_gpus" not in proc.stderr and "FLAGS_fuse_parameter_memory_size" not in proc.stderr
 
 
-def test_fuse_parameter_memory_size_sizes_the_buckets_unless_the_strategy_does():
+def test_fuse_parameter_memory_size_sizes_the_buckets_unless_the_strategy_does(monkeypatch):
+    # The C++ core honours the flag (fleet::DistributedStrategy::HonourPaddleFlags).
+    monkeypatch.setenv("FLAGS_fuse_parameter_memory_size", "15.5")
     s = fleet.DistributedStrategy()
-    paddle_flags.honour_fuse_memory_size(s, {"FLAGS_fuse_parameter_memory_size": "15.5"})
+    s._core._honour_paddle_flags()
     assert s.fuse_grad_size_in_MB == 16
     mine = fleet.DistributedStrategy()
     mine.fuse_grad_size_in_MB = 4
-    paddle_flags.honour_fuse_memory_size(mine, {"FLAGS_fuse_parameter_memory_size": "64"})
+    mine._core._honour_paddle_flags()
     assert mine.fuse_grad_size_in_MB == 4
+    monkeypatch.setenv("FLAGS_fuse_parameter_memory_size", "lots")
     with pytest.raises(ValueError, match="FLAGS_fuse_parameter_memory_size='lots'"):
-        paddle_flags.honour_fuse_memory_size(fleet.DistributedStrategy(), {"FLAGS_fuse_parameter_memory_size": "lots"})
+        fleet.DistributedStrategy()._core._honour_paddle_flags()
     assert issubclass(errors.UnimplementedError, NotImplementedError)

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "fleet/distributed_strategy.pb.h"
 
@@ -67,15 +68,40 @@ class DistributedStrategy {
   const proto::HeterConfigs& heter_configs() const { return proto_.heter_configs(); }
   proto::HeterConfigs& heter_configs() { return *proto_.mutable_heter_configs(); }
 
-  // Throws InvalidArgument naming the first field out of range (comm_num < 1,
-  // fuse_grad_size_in_MB < 1, k_steps < 1, begin_step < 1, localsgd together
-  // with gradient_merge, sparse_table_configs' table_class other than
-  // memory / ssd, admit_probability outside (0, 1], negative counts,
-  // heter_configs.pipeline_depth < 1); and Unimplemented naming an
-  // a_sync_configs field Flotilla's communicator does not apply (all but
-  // k_steps, max_merge_var_num, send_queue_size, independent_recv_thread)
-  // set to anything but its default.
+  // Decides, for every field, what applying this strategy does with it
+  // (fleet's distributed_optimizer calls it; the Python strategy reflects it):
+  // - applied: the fields Flotilla implements. Throws InvalidArgument naming
+  //   the first one out of range (comm_num < 1, fuse_grad_size_in_MB < 1,
+  //   k_steps < 1, begin_step < 1, exec_strategy counts < 1, localsgd
+  //   together with gradient_merge, sparse_table_configs' table_class other
+  //   than memory / ssd, admit_probability outside (0, 1], negative counts,
+  //   heter_configs.pipeline_depth < 1);
+  // - hints (auto, cudnn_*, conv_workspace_size_limit, recompute,
+  //   build_strategy's graph passes, ...): no effect on the CPU
+  //   backend and the same results; see Hints();
+  // - refused: Paddle options that would change the result and that
+  //   Flotilla lacks (amp, dgc, lars, lamb, pipeline, sharding, ...,
+  //   fetch_frequency != 1, exec_strategy.use_thread_barrier, the
+  //   a_sync_configs fields its communicator lacks). Set away from their
+  //   default, throws Unimplemented naming the first one, its value and the
+  //   nearest Flotilla option. Their configs (amp_configs, ...) are kept
+  //   and never refused.
+  // FromText checks the ranges only, so a Paddle prototxt loads whatever it
+  // holds.
   void Validate() const;
+
+  // One message per hint field set away from its default, naming the field,
+  // its value and why it has no effect. Never throws.
+  std::vector<std::string> Hints() const;
+  // The Hints() no call of NewHints() in this process has returned yet:
+  // each hint is given once per process. Thread-safe.
+  std::vector<std::string> NewHints() const;
+
+  // Paddle's FLAGS_fuse_parameter_memory_size (MB of gradients per fused
+  // all-reduce) sets fuse_grad_size_in_MB, rounded up, unless the strategy
+  // sets it. Throws InvalidArgument naming the variable when it is not a
+  // positive number.
+  void HonourPaddleFlags();
 
  private:
   proto::DistributedStrategy proto_;

@@ -15,10 +15,12 @@ class DistributeTranspilerConfig:
     """Paddle's transpiler settings. Fields Flotilla applies: ``sync_mode``,
     ``geo_sgd_mode``, ``geo_sgd_need_push_nums``, ``min_block_size``,
     ``slice_var_up``; ``print_log`` and ``wait_port`` are accepted (trainers
-    always wait for their servers). Setting any other field to a value other
+    always wait for their servers). ``runtime_split_send_recv=True`` is
+    refused by the C++ strategy (as ``a_sync_configs.runtime_split_send_recv``).
+    Setting any other field to a value other
     than its default raises NotImplementedError when transpiling."""
 
-    _unsupported = {"enable_dc_asgd": False, "runtime_split_send_recv": False, "half_async": False,
+    _unsupported = {"enable_dc_asgd": False, "half_async": False,
                     "completely_not_async": False, "split_method": None, "collective_mode": None,
                     "nccl_comm_num": 1, "use_hierarchical_allreduce": False,
                     "hierarchical_allreduce_inter_nranks": 0}
@@ -32,10 +34,16 @@ class DistributeTranspilerConfig:
         self.sync_mode = True
         self.geo_sgd_mode = False
         self.geo_sgd_need_push_nums = 100
+        self.runtime_split_send_recv = False
         for name, value in self._unsupported.items():
             setattr(self, name, value)
 
     def _to_core(self, sync_mode: bool) -> Any:
+        # runtime_split_send_recv is the strategy's a_sync_configs field: the
+        # C++ strategy refuses it, with its message.
+        strategy = _core.fleet.DistributedStrategy()
+        strategy._set("a_sync_configs", {"runtime_split_send_recv": self.runtime_split_send_recv})
+        strategy.validate()
         for name, default in self._unsupported.items():
             if getattr(self, name) != default:
                 raise NotImplementedError(

@@ -35,8 +35,7 @@ class CollectiveStrategy(BuildStrategy):
         self.exec_strategy = ExecutionStrategy()
 
     def _to_v2(self) -> DistributedStrategy:
-        refused = {"use_dist_fc": False, "dist_fc_config": None, "forward_recompute": False,
-                   "recompute_checkpoints": [], "use_amp": False, "user_defined_transpiler": None,
+        refused = {"use_dist_fc": False, "dist_fc_config": None, "user_defined_transpiler": None,
                    "fuse_layer_size": -1}
         for name, default in refused.items():
             if getattr(self, name) != default:
@@ -46,29 +45,21 @@ class CollectiveStrategy(BuildStrategy):
             raise NotImplementedError(f"DistributedStrategy.collective_mode={self.collective_mode!r}")
         s = DistributedStrategy()
         s.a_sync = False
-        s.nccl_comm_num = int(self.nccl_comm_num)
-        s.fuse_all_reduce_ops = bool(self.fuse_all_reduce_ops)
+        s.build_strategy = self
         if self.fuse_memory_size > 0 or self.fuse_grad_size_in_MB != self._defaults["fuse_grad_size_in_MB"]:
             # Unset, FLAGS_fuse_parameter_memory_size may still size the buckets.
             s.fuse_grad_size_in_MB = int(self.fuse_memory_size if self.fuse_memory_size > 0 else
                                          self.fuse_grad_size_in_MB)
-        s.use_hierarchical_allreduce = bool(self.use_hierarchical_allreduce)
-        s.hierarchical_allreduce_inter_nranks = int(self.hierarchical_allreduce_inter_nranks)
-        if "sync_batch_norm" in s.fields():
-            s.sync_batch_norm = bool(self.sync_batch_norm)
-        if self.use_local_sgd or self.collective_mode == "local_sgd":
-            s.localsgd = True
-            # Paddle's warm-up steps run plain all-reduce; LocalSGD begins after them.
-            s.localsgd_configs = {"k_steps": int(self.local_sgd_steps),
-                                  "begin_step": int(self.local_sgd_is_warm_steps) + 1}
+        # The 2.x strategy's own 1.x names: the same mapping (warm-up steps).
+        s.use_local_sgd = bool(self.use_local_sgd or self.collective_mode == "local_sgd")
+        s.local_sgd_steps = int(self.local_sgd_steps)
+        s.local_sgd_is_warm_steps = int(self.local_sgd_is_warm_steps)
+        # Options the C++ core refuses (amp) or reads as hints (recompute) when applied.
+        s.amp = bool(self.use_amp)
+        s.recompute = bool(self.forward_recompute)
+        s.recompute_configs = {"checkpoints": [getattr(c, "name", c) for c in self.recompute_checkpoints]}
         if self.exec_strategy is not None:
             s.exec_strategy = self.exec_strategy
-        refused_build = {k: v for k, v in BuildStrategy._changed(self).items()
-                         if k in BuildStrategy._defaults and k not in (
-                             "fuse_all_reduce_ops", "nccl_comm_num", "use_hierarchical_allreduce",
-                             "sync_batch_norm", "enable_inplace", "memory_optimize")}
-        if refused_build:
-            raise NotImplementedError(f"BuildStrategy fields {refused_build} are not in Flotilla")
         return s
 
 

@@ -13,13 +13,12 @@ from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from ... import _core
 from ..._save_target import save_target
-from ...executor import Executor
+from ...executor import Executor, set_run_settings
 from ...framework import Program, Variable, global_scope
 from ...optimizer import Optimizer, _names
-from ...strategies import apply_execution_strategy
 from .base.role_maker import MPISymetricRoleMaker, PaddleCloudRoleMaker, RoleMakerBase
 from .base.util_factory import current as current_util
-from .paddle_flags import honour_fuse_memory_size, warn_unhonoured
+from .paddle_flags import warn_unhonoured
 from .strategy import DistributedStrategy
 
 _F = _core.fleet
@@ -43,12 +42,15 @@ class DistributedOptimizer:
                  parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Optional[Sequence[Any]] = None):
         """Distributed ``minimize``; returns ``(optimize op types, [(param, grad)])``."""
         strategy = self.user_defined_strategy
-        strategy._check_applicable()
-        honour_fuse_memory_size(strategy)
+        # The C++ core validates the strategy (refusing by name what Flotilla
+        # lacks), honours FLAGS_fuse_parameter_memory_size, logs the hints not
+        # yet warned about and (in minimize) applies exec_strategy.num_threads.
         self._core = _F.distributed_optimizer(self._optimizer._core, strategy._core)
         result = self._core.minimize(loss, startup_program, _names(parameter_list) or self._optimizer._parameters,
                                      set(_names(no_grad_set)))
-        apply_execution_strategy(loss.block.program, strategy._exec_fields())
+        fields = strategy._exec_fields()
+        set_run_settings(loss.block.program, fields.get("num_iteration_per_run", 1),
+                         fields.get("num_iteration_per_drop_scope", 0))
         self._fleet._minimized = True
         return result
 

@@ -3,14 +3,14 @@
 ``FLAGS_fuse_parameter_groups_size``, ...). Flotilla honours
 ``FLAGS_selected_gpus`` (the device list its launcher sets) and
 ``FLAGS_fuse_parameter_memory_size`` (the all-reduce bucket size in MB,
-unless the strategy sets ``fuse_grad_size_in_MB``); every other one set in
+unless the strategy sets ``fuse_grad_size_in_MB``; the C++ core reads it,
+``fleet::DistributedStrategy::HonourPaddleFlags``); every other one set in
 the environment is named in one warning, with what to do instead, when the
 process makes its first Executor or starts fleet — never silently ignored."""
 
-import math
 import os
 import warnings
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 HONOURED = {"FLAGS_selected_gpus", "FLAGS_fuse_parameter_memory_size"}
 
@@ -44,22 +44,4 @@ def warn_unhonoured(environ: Optional[Mapping[str, str]] = None) -> List[str]:
     return named
 
 
-def honour_fuse_memory_size(strategy: Any, environ: Optional[Mapping[str, str]] = None) -> None:
-    """Paddle's ``FLAGS_fuse_parameter_memory_size`` (MB of gradients per
-    fused all-reduce) becomes ``strategy.fuse_grad_size_in_MB`` (rounded up)
-    unless the strategy sets that itself. Raises ValueError naming the
-    variable when it is not a positive number."""
-    env = os.environ if environ is None else environ
-    value = env.get("FLAGS_fuse_parameter_memory_size")
-    if value is None or strategy._core._has("fuse_grad_size_in_MB"):
-        return
-    try:
-        mb = float(value)
-    except ValueError:
-        mb = -1.0
-    if not mb > 0 or math.isinf(mb):
-        raise ValueError(f"FLAGS_fuse_parameter_memory_size={value!r} must be a positive number of MB")
-    strategy.fuse_grad_size_in_MB = math.ceil(mb)
-
-
-__all__ = ["warn_unhonoured", "honour_fuse_memory_size", "HONOURED", "INSTEAD"]
+__all__ = ["warn_unhonoured", "HONOURED", "INSTEAD"]
