@@ -7,6 +7,7 @@
 #include "flotilla/io/data_feeder.h"
 #include "flotilla/io/datasets/uci_housing.h"
 #include "flotilla/io/inference_model.h"
+#include "flotilla/io/paddle_tensors.h"
 #include "tensor.h"
 
 namespace flotilla::python {
@@ -110,11 +111,45 @@ void BindCheckpoints(py::module_& m) {
         py::arg("dirname"), py::arg("scope"));
 }
 
+// Paddle's tensor serialisation: combined parameter files and blobs.
+void BindPaddleTensors(py::module_& m) {
+  m.def("save_combined",
+        [](const std::string& path, const std::vector<std::string>& names, const Scope& scope) {
+          py::gil_scoped_release release;
+          io::SaveCombined(path, names, scope);
+        },
+        py::arg("path"), py::arg("names"), py::arg("scope"));
+  m.def("load_combined",
+        [](const std::string& path, const std::vector<std::string>& names, Scope& scope) {
+          py::gil_scoped_release release;
+          io::LoadCombined(path, names, scope);
+        },
+        py::arg("path"), py::arg("names"), py::arg("scope"));
+  m.def("serialize_vars",
+        [](const std::vector<std::string>& names, const Scope& scope) {
+          std::string bytes;
+          {
+            py::gil_scoped_release release;
+            bytes = io::SerializePaddleVars(names, scope);
+          }
+          return py::bytes(bytes);
+        },
+        py::arg("names"), py::arg("scope"));
+  m.def("deserialize_vars",
+        [](const py::bytes& data, const std::vector<std::string>& names, Scope& scope, const std::string& what) {
+          std::string_view bytes = data;
+          py::gil_scoped_release release;
+          io::DeserializePaddleVars(bytes, names, scope, what);
+        },
+        py::arg("data"), py::arg("names"), py::arg("scope"), py::arg("what"));
+}
+
 }  // namespace
 
 void BindIo(py::module_& parent) {
   py::module_ m = parent.def_submodule("io", "Checkpoints, inference models, feeders, datasets.");
   BindCheckpoints(m);
+  BindPaddleTensors(m);
   py::class_<Feeder>(m, "DataFeeder", "Minibatches of samples → feed dicts of Tensors.")
       .def(py::init<const std::vector<Variable>&>(), py::arg("feed_list"))
       .def("feed", &Feeder::Feed, py::arg("minibatch"), "The feed dict {name: Tensor} of one minibatch.")
