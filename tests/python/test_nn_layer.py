@@ -4,6 +4,7 @@ state_dict, containers), train/eval, and models written as Layers giving
 the losses of the same models written with fluid.layers bit for bit."""
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -359,3 +360,48 @@ def test_common_layers_shapes():
             assert act(x).shape == (-1, 2, 6, 6)
         with pytest.raises(NotImplementedError, match="padding_mode"):
             nn.Conv2D(2, 2, 3, padding_mode="reflect")
+
+
+# ---- in a parameter-server job ----
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_wide_deep_layer_trains_with_one_server_and_one_worker(tmp_path, mode):
+    """The Layer model under fleet's parameter-server transpiler, one server
+    and one worker started by hand with PaddleCloudRoleMaker's variables.
+    Sync with one worker is one process's training: the losses are its, bit for bit."""
+    import os
+    import re
+    import socket
+    import subprocess
+    from conftest import child_env
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    common = {"PADDLE_PSERVERS_IP_PORT_LIST": f"127.0.0.1:{port}", "PADDLE_TRAINERS_NUM": "1",
+              "PADDLE_TRAINER_ENDPOINTS": f"127.0.0.1:{port + 1}",
+              "FLOTILLA_JOB_SECRET": os.environ.get("FLOTILLA_JOB_SECRET", "nn-layer-test-job")}
+    roles = [{"TRAINING_ROLE": "PSERVER", "PADDLE_PORT": str(port), "POD_IP": "127.0.0.1"},
+             {"TRAINING_ROLE": "TRAINER", "PADDLE_TRAINER_ID": "0"}]
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nn_layer_ps_train.py")
+    procs = []
+    try:
+        for i, role in enumerate(roles):
+            out = open(tmp_path / f"p{i}.log", "w")
+            procs.append(subprocess.Popen([sys.executable, script, "--mode", mode], cwd=str(tmp_path), stdout=out,
+                                          stderr=subprocess.STDOUT, env=child_env({**common, **role})))
+        for p in procs:
+            p.wait(timeout=60)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    logs = [(tmp_path / f"p{i}.log").read_text() for i in range(2)]
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(text[-1500:] for text in logs)
+    losses = np.array([float(v) for v in re.findall(r"^STEP \d+ (\S+)$", logs[1], re.M)], "float32")
+    assert len(losses) == 20 and np.all(np.isfinite(losses)), logs[1][-1500:]
+    assert losses[-5:].mean() < losses[:5].mean(), losses
+    if mode == "sync":
+        local = _train(_wide_deep_layer_loss, _wide_deep_batches(20))
+        np.testing.assert_array_equal(losses, local)
