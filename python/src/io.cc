@@ -91,28 +91,52 @@ void BindCheckpoints(py::module_& m) {
         },
         py::arg("dirname"), py::arg("main_program"), py::arg("scope"));
   m.def("persistable_names", &io::PersistableNames, py::arg("program"));
+  m.def("save_vars",
+        [](const std::string& dir, const std::vector<std::string>& names, const Scope& scope) {
+          py::gil_scoped_release release;
+          io::SaveVars(dir, names, scope);
+        },
+        py::arg("dirname"), py::arg("names"), py::arg("scope"));
   m.def("save_inference_model",
         [](const std::string& dir, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
-           const Executor& exe, const Program& main, const Scope& scope) {
+           const Executor& exe, const Program& main, const Scope& scope, const io::InferenceModelFiles& files) {
           py::gil_scoped_release release;
-          io::SaveInferenceModel(dir, feeds, fetches, exe, main, scope);
+          io::SaveInferenceModel(dir, feeds, fetches, exe, main, scope, files);
         },
         py::arg("dirname"), py::arg("feeded_var_names"), py::arg("target_vars"), py::arg("executor"),
-        py::arg("main_program"), py::arg("scope"));
+        py::arg("main_program"), py::arg("scope"), py::arg("files"));
   m.def("load_inference_model",
-        [](const std::string& dir, Scope& scope) {
+        [](const std::string& dir, Scope& scope, const io::InferenceModelFiles& files) {
           io::InferenceModel model;
           {
             py::gil_scoped_release release;
-            model = io::LoadInferenceModel(dir, scope);
+            model = io::LoadInferenceModel(dir, scope, files);
           }
           return py::make_tuple(std::move(model.program), model.feed_names, model.fetch_names);
         },
-        py::arg("dirname"), py::arg("scope"));
+        py::arg("dirname"), py::arg("scope"), py::arg("files"));
 }
 
 // Paddle's tensor serialisation: combined parameter files and blobs.
 void BindPaddleTensors(py::module_& m) {
+  py::class_<io::InferenceModelFiles>(m, "InferenceModelFiles")
+      .def(py::init([](std::string model, std::string params, bool export_for_deployment, bool program_only) {
+             return io::InferenceModelFiles{std::move(model), std::move(params), export_for_deployment, program_only};
+           }),
+           py::arg("model_filename") = "", py::arg("params_filename") = "", py::arg("export_for_deployment") = true,
+           py::arg("program_only") = false);
+  m.def("save_var_files",
+        [](const std::string& dir, const std::vector<std::string>& names, const Scope& scope) {
+          py::gil_scoped_release release;
+          io::SaveVarFiles(dir, names, scope);
+        },
+        py::arg("dirname"), py::arg("names"), py::arg("scope"));
+  m.def("load_vars_from_dir",
+        [](const std::string& dir, const std::vector<std::string>& names, Scope& scope, const Program* program) {
+          py::gil_scoped_release release;
+          io::LoadVarsFromDir(dir, names, scope, program);
+        },
+        py::arg("dirname"), py::arg("names"), py::arg("scope"), py::arg("program") = nullptr);
   m.def("save_combined",
         [](const std::string& path, const std::vector<std::string>& names, const Scope& scope) {
           py::gil_scoped_release release;
@@ -120,11 +144,11 @@ void BindPaddleTensors(py::module_& m) {
         },
         py::arg("path"), py::arg("names"), py::arg("scope"));
   m.def("load_combined",
-        [](const std::string& path, const std::vector<std::string>& names, Scope& scope) {
+        [](const std::string& path, const std::vector<std::string>& names, Scope& scope, const Program* program) {
           py::gil_scoped_release release;
-          io::LoadCombined(path, names, scope);
+          io::LoadCombined(path, names, scope, program);
         },
-        py::arg("path"), py::arg("names"), py::arg("scope"));
+        py::arg("path"), py::arg("names"), py::arg("scope"), py::arg("program") = nullptr);
   m.def("serialize_vars",
         [](const std::vector<std::string>& names, const Scope& scope) {
           std::string bytes;
@@ -136,12 +160,13 @@ void BindPaddleTensors(py::module_& m) {
         },
         py::arg("names"), py::arg("scope"));
   m.def("deserialize_vars",
-        [](const py::bytes& data, const std::vector<std::string>& names, Scope& scope, const std::string& what) {
+        [](const py::bytes& data, const std::vector<std::string>& names, Scope& scope, const std::string& what,
+           const Program* program) {
           std::string_view bytes = data;
           py::gil_scoped_release release;
-          io::DeserializePaddleVars(bytes, names, scope, what);
+          io::DeserializePaddleVars(bytes, names, scope, what, program);
         },
-        py::arg("data"), py::arg("names"), py::arg("scope"), py::arg("what"));
+        py::arg("data"), py::arg("names"), py::arg("scope"), py::arg("what"), py::arg("program") = nullptr);
 }
 
 }  // namespace

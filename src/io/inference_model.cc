@@ -10,6 +10,7 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/io/checkpoint.h"
+#include "flotilla/io/paddle_tensors.h"
 
 namespace flotilla::io {
 
@@ -66,7 +67,47 @@ void ParseFeedFetch(const std::string& text, const std::string& path, const std:
                  "' is truncated: no fetch targets or model checksum");
 }
 
+std::string ModelFile(const InferenceModelFiles& files) {
+  return files.model_filename.empty() ? kModelFileName : files.model_filename;
+}
+
+std::string FeedFetchFile(const InferenceModelFiles& files) {
+  return files.model_filename.empty() ? kFeedFetchFileName : files.model_filename + ".feed_fetch";
+}
+
+std::string InDir(const std::string& dir, const std::string& file, const char* what) {
+  FLOTILLA_ENFORCE(!file.empty() && file.find('/') == std::string::npos, "inference model '", dir, "': ", what,
+                   " '", file, "' must be a file name without a directory part");
+  return dir + "/" + file;
+}
+
+void SaveParams(const std::string& dir, const InferenceModelFiles& files, const std::vector<std::string>& names,
+                const Scope& scope) {
+  if (files.program_only) return;
+  if (files.params_filename.empty()) return SaveVarFiles(dir, names, scope);
+  SaveCombined(InDir(dir, files.params_filename, "params_filename"), names, scope);
+}
+
 }  // namespace
+
+void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& feed_names,
+                        const std::vector<std::string>& fetch_names, const Executor& exe,
+                        const Program& main, const Scope& scope, const InferenceModelFiles& files) {
+  if (!files.paddle_layout()) return SaveInferenceModel(dir, feed_names, fetch_names, exe, main, scope);
+  const std::string model_path = InDir(dir, ModelFile(files), "model_filename");
+  MakeDirs(dir);
+  if (!files.export_for_deployment) {
+    SaveParams(dir, files, PersistableNames(main), scope);
+    WriteFileAtomic(model_path + ".main_program", main.Serialize());
+    return;
+  }
+  FLOTILLA_ENFORCE(!fetch_names.empty(), "SaveInferenceModel: no fetch targets given for '", dir, "'");
+  Program pruned = PruneForInference(main, feed_names, fetch_names);
+  const std::string model = pruned.Serialize();
+  SaveParams(dir, files, PersistableNames(pruned), scope);
+  WriteFileAtomic(model_path, model);
+  WriteFileAtomic(InDir(dir, FeedFetchFile(files), "feed/fetch file"), FormatFeedFetch(feed_names, fetch_names, model));
+}
 
 void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& feed_names,
                         const std::vector<std::string>& fetch_names, const Executor& exe,
@@ -83,16 +124,25 @@ void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& 
 }
 
 InferenceModel LoadInferenceModel(const std::string& dir, Scope& scope) {
-  const std::string model_path = dir + "/" + kModelFileName;
-  const std::string names_path = dir + "/" + kFeedFetchFileName;
-  FLOTILLA_CHECK(FileExists(model_path), NotFound, "inference model '", dir, "' has no ",
-                 kModelFileName, " (", model_path, " is missing)");
+  return LoadInferenceModel(dir, scope, InferenceModelFiles{});
+}
+
+InferenceModel LoadInferenceModel(const std::string& dir, Scope& scope, const InferenceModelFiles& files) {
+  const std::string model_path = InDir(dir, ModelFile(files), "model_filename");
+  const std::string names_path = InDir(dir, FeedFetchFile(files), "feed/fetch file");
+  FLOTILLA_CHECK(FileExists(model_path), NotFound, "inference model '", dir, "' has no ", ModelFile(files), " (",
+                 model_path, " is missing)");
   std::string model = ReadFileAtMost(model_path, kMaxModelBytes, "model file");
   InferenceModel out;
   ParseFeedFetch(ReadFileAtMost(names_path, kMaxModelBytes, "feed/fetch file"), names_path, model,
                  model_path, &out);
   out.program = Program::Parse(model, "model file '" + model_path + "'");
-  LoadPersistables(dir, out.program, scope);
+  if (files.params_filename.empty()) {
+    LoadVarsFromDir(dir, PersistableNames(out.program), scope, &out.program);
+  } else {
+    LoadCombined(InDir(dir, files.params_filename, "params_filename"), PersistableNames(out.program), scope,
+                 &out.program);
+  }
   return out;
 }
 

@@ -3,9 +3,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
+#include "flotilla/io/checkpoint.h"
+#include "checkpoint_dir.h"
+#include "manifest.h"
 
 namespace flotilla::io {
 namespace {
@@ -155,6 +159,17 @@ Tensor DecodeOne(Cursor& in) {
   return t;
 }
 
+std::string VarPath(const std::string& dir, const std::string& name) {
+  return (std::filesystem::path(dir) / name).string();
+}
+
+void CheckFits(const Program& program, const std::string& name, const Tensor& t, const std::string& what) {
+  const VarDesc& v = program.global_block().Var(name);
+  FLOTILLA_ENFORCE(v.dtype == t.dtype() && DimsCompatible(v.shape, t.dims()), "variable '", name, "' in ", what,
+                   " is ", DTypeName(t.dtype()), " ", DimsToString(t.dims()), " but the program expects ",
+                   DTypeName(v.dtype), " ", DimsToString(v.shape));
+}
+
 }  // namespace
 
 std::string EncodePaddleTensors(const std::vector<Tensor>& tensors) {
@@ -185,8 +200,9 @@ std::string SerializePaddleVars(const std::vector<std::string>& names, const Sco
 }
 
 void DeserializePaddleVars(std::string_view bytes, const std::vector<std::string>& names, Scope& scope,
-                           const std::string& what) {
+                           const std::string& what, const Program* program) {
   std::vector<Tensor> tensors = DecodePaddleTensors(bytes, names.size(), what);
+  for (size_t i = 0; program != nullptr && i < names.size(); ++i) CheckFits(*program, names[i], tensors[i], what);
   for (size_t i = 0; i < names.size(); ++i) *scope.Var(names[i])->GetMutableTensor() = std::move(tensors[i]);
 }
 
@@ -197,10 +213,37 @@ void SaveCombined(const std::string& path, const std::vector<std::string>& names
   WriteFileAtomic(path, bytes);
 }
 
-void LoadCombined(const std::string& path, const std::vector<std::string>& names, Scope& scope) {
+void LoadCombined(const std::string& path, const std::vector<std::string>& names, Scope& scope,
+                  const Program* program) {
   FLOTILLA_CHECK(FileExists(path), NotFound, "parameter file '", path, "' is missing");
   const std::string what = "parameter file '" + path + "'";
-  DeserializePaddleVars(ReadFileAtMost(path, kMaxCombinedBytes, "parameter file"), names, scope, what);
+  DeserializePaddleVars(ReadFileAtMost(path, kMaxCombinedBytes, "parameter file"), names, scope, what, program);
+}
+
+void SaveVarFiles(const std::string& dir, const std::vector<std::string>& names, const Scope& scope) {
+  for (const std::string& name : names) SaveCombined(VarPath(dir, name), {name}, scope);
+}
+
+void LoadVarsFromDir(const std::string& dir, const std::vector<std::string>& names, Scope& scope,
+                     const Program* program) {
+  std::map<std::string, Tensor> tensors;
+  if (FileExists(VarPath(dir, internal::kManifestName))) {
+    tensors = internal::ReadTensors(dir, names);
+  } else {
+    for (const std::string& name : names) {
+      const std::string path = VarPath(dir, name);
+      FLOTILLA_CHECK(FileExists(path), NotFound, "variable '", name, "' is not in '", dir,
+                     "' (neither a Flotilla checkpoint with a MANIFEST nor a file per variable: ", path,
+                     " is missing)");
+      const std::string what = "parameter file '" + path + "'";
+      tensors[name] = std::move(DecodePaddleTensors(ReadFileAtMost(path, kMaxCombinedBytes, "parameter file"), 1,
+                                                    what)[0]);
+    }
+  }
+  if (program != nullptr) {
+    for (const auto& [name, t] : tensors) CheckFits(*program, name, t, "'" + dir + "'");
+  }
+  for (auto& [name, t] : tensors) *scope.Var(name)->GetMutableTensor() = std::move(t);
 }
 
 }  // namespace flotilla::io

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "flotilla/core/tensor.h"
+#include "flotilla/framework/program.h"
 #include "flotilla/framework/scope.h"
 
 namespace flotilla::io {
@@ -36,13 +37,27 @@ std::vector<Tensor> DecodePaddleTensors(std::string_view bytes, size_t count, co
 std::string SerializePaddleVars(const std::vector<std::string>& names, const Scope& scope);
 
 // Reads a blob SerializePaddleVars (or Paddle) wrote for `names` into `scope`;
-// the scope changes only when every tensor decoded.
+// the scope changes only when every tensor decoded. With `program`, each
+// tensor's dtype and shape must fit the program's variable (InvalidArgument
+// naming it).
 void DeserializePaddleVars(std::string_view bytes, const std::vector<std::string>& names, Scope& scope,
-                           const std::string& what);
+                           const std::string& what, const Program* program = nullptr);
 
 // The same through a file, written atomically; NotFound when the file is
 // missing, Unavailable on I/O errors.
 void SaveCombined(const std::string& path, const std::vector<std::string>& names, const Scope& scope);
-void LoadCombined(const std::string& path, const std::vector<std::string>& names, Scope& scope);
+void LoadCombined(const std::string& path, const std::vector<std::string>& names, Scope& scope,
+                  const Program* program = nullptr);
+
+// One file per variable, named after it, in `dir` (Paddle's save_vars
+// without a filename); each written atomically, other files kept.
+void SaveVarFiles(const std::string& dir, const std::vector<std::string>& names, const Scope& scope);
+
+// Reads `names` from `dir`: Flotilla's checkpoint when it has a MANIFEST,
+// else Paddle's one file per variable. With `program`, each tensor's dtype
+// and shape must fit the program's variable (InvalidArgument naming it).
+// The scope changes only when every variable was read.
+void LoadVarsFromDir(const std::string& dir, const std::vector<std::string>& names, Scope& scope,
+                     const Program* program = nullptr);
 
 }  // namespace flotilla::io
