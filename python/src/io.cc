@@ -124,7 +124,16 @@ void BindPaddleTensors(py::module_& m) {
              return io::InferenceModelFiles{std::move(model), std::move(params), export_for_deployment, program_only};
            }),
            py::arg("model_filename") = "", py::arg("params_filename") = "", py::arg("export_for_deployment") = true,
-           py::arg("program_only") = false);
+           py::arg("program_only") = false)
+      .def("paddle_layout", &io::InferenceModelFiles::paddle_layout,
+           "True when the files are laid out as Paddle's (see inference_model.h).");
+  m.def("normalize_program", &io::NormalizeProgram, py::arg("program"), py::arg("feed_names"),
+        py::arg("fetch_names"));
+  m.def("manifest_names", [](const std::string& dir) {
+    std::vector<std::string> names;
+    for (const io::ManifestEntry& e : io::ReadManifest(dir)) names.push_back(e.name);
+    return names;
+  }, py::arg("dirname"), "The variables of Flotilla's checkpoint `dirname` (its MANIFEST).");
   m.def("save_var_files",
         [](const std::string& dir, const std::vector<std::string>& names, const Scope& scope) {
           py::gil_scoped_release release;

@@ -72,7 +72,8 @@ std::string ModelFile(const InferenceModelFiles& files) {
 }
 
 std::string FeedFetchFile(const InferenceModelFiles& files) {
-  return files.model_filename.empty() ? kFeedFetchFileName : files.model_filename + ".feed_fetch";
+  const bool default_model = files.model_filename.empty() || files.model_filename == kModelFileName;
+  return default_model ? kFeedFetchFileName : files.model_filename + ".feed_fetch";
 }
 
 std::string InDir(const std::string& dir, const std::string& file, const char* what) {
@@ -89,6 +90,12 @@ void SaveParams(const std::string& dir, const InferenceModelFiles& files, const 
 }
 
 }  // namespace
+
+Program NormalizeProgram(const Program& main, const std::vector<std::string>& feed_names,
+                         const std::vector<std::string>& fetch_names) {
+  FLOTILLA_ENFORCE(!fetch_names.empty(), "NormalizeProgram: no fetch targets given");
+  return PruneForInference(main, feed_names, fetch_names);
+}
 
 void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& feed_names,
                         const std::vector<std::string>& fetch_names, const Executor& exe,

@@ -12,7 +12,7 @@
 // (paddle_tensors.h) — all in `params_filename`, sorted by name, or one file
 // per variable named after it — each file written atomically into `dir`,
 // whose other files are kept. The feed and fetch names go beside the model,
-// in "<model_filename>.feed_fetch".
+// in "<model_filename>.feed_fetch" (kFeedFetchFileName for kModelFileName).
 #pragma once
 
 #include <string>
@@ -35,6 +35,13 @@ inline constexpr const char* kFeedFetchFileName = "__feed_fetch__";
 void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& feed_names,
                         const std::vector<std::string>& fetch_names, const Executor& exe,
                         const Program& main, const Scope& scope);
+
+// What SaveInferenceModel saves of `main` (Paddle's normalize_program): a
+// for-test clone pruned to what computes `fetch_names`, keeping the feed
+// variables. Throws NotFound naming a feed or fetch variable not in `main`,
+// InvalidArgument when fetch_names is empty.
+Program NormalizeProgram(const Program& main, const std::vector<std::string>& feed_names,
+                         const std::vector<std::string>& fetch_names);
 
 struct InferenceModelFiles {
   std::string model_filename;   // empty: kModelFileName
