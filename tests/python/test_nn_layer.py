@@ -11,9 +11,13 @@ import numpy as np
 import pytest
 
 import flotilla
-from flotilla import fluid
+from flotilla import fluid, paddle_compat
 import flotilla.nn as nn
 import flotilla.nn.functional as F
+
+# The wide&deep model is PaddleRec's, in a script written for Paddle.
+paddle_compat.install()
+from paddle_wide_deep_layer import WideDeepLayer  # noqa: E402
 
 SEED = 7
 
@@ -29,42 +33,6 @@ def _programs():
 DENSE, SPARSE_SLOTS, VOCAB, EMB_DIM, SIZES = 13, 3, 1000, 8, [16, 8]
 
 
-class WideDeepLayer(nn.Layer):
-    """PaddleRec's wide&deep network, as its models/rank/wide_deep/net.py writes it."""
-
-    def __init__(self, sparse_feature_number, sparse_feature_dim, dense_feature_dim, num_field, layer_sizes):
-        super(WideDeepLayer, self).__init__()
-        self.sparse_feature_dim = sparse_feature_dim
-        self.wide_part = nn.Linear(dense_feature_dim, 1, weight_attr=flotilla.ParamAttr(
-            name="wide_w", initializer=nn.initializer.Normal(mean=0.0, std=1.0 / math.sqrt(dense_feature_dim))))
-        self.embedding = nn.Embedding(sparse_feature_number, sparse_feature_dim, sparse=True,
-                                      weight_attr=flotilla.ParamAttr(name="SparseFeatFactors",
-                                                                     initializer=nn.initializer.Uniform()))
-        sizes = [sparse_feature_dim * num_field + dense_feature_dim] + layer_sizes + [1]
-        acts = ["relu"] * len(layer_sizes) + [None]
-        self._mlp_layers = []
-        for i in range(len(layer_sizes) + 1):
-            linear = nn.Linear(sizes[i], sizes[i + 1], weight_attr=flotilla.ParamAttr(
-                name="deep_w_%d" % i, initializer=nn.initializer.Normal(std=1.0 / math.sqrt(sizes[i]))))
-            self.add_sublayer("linear_%d" % i, linear)
-            self._mlp_layers.append(linear)
-            if acts[i] == "relu":
-                act = nn.ReLU()
-                self.add_sublayer("act_%d" % i, act)
-                self._mlp_layers.append(act)
-
-    def forward(self, sparse_inputs, dense_inputs):
-        wide_output = self.wide_part(dense_inputs)
-        sparse_embs = []
-        for s_input in sparse_inputs:
-            emb = self.embedding(s_input)
-            sparse_embs.append(fluid.layers.reshape(emb, shape=[-1, self.sparse_feature_dim]))
-        deep_output = fluid.layers.concat(sparse_embs + [dense_inputs], axis=1)
-        for n_layer in self._mlp_layers:
-            deep_output = n_layer(deep_output)
-        return fluid.layers.elementwise_add(wide_output, deep_output)
-
-
 def _wide_deep_inputs():
     dense = flotilla.static.data("dense", [None, DENSE], "float32")
     sparse = [flotilla.static.data("C%d" % i, [None, 1], "int64") for i in range(SPARSE_SLOTS)]
@@ -73,16 +41,18 @@ def _wide_deep_inputs():
 
 
 def _wide_deep_fluid(dense, sparse, label):
-    """The same network with fluid.layers."""
+    """The same network with fluid.layers; the weights are named as the
+    Layer names them (the initialisers draw by name and seed)."""
     wide = fluid.layers.fc(dense, 1, param_attr=fluid.ParamAttr(
-        name="wide_w", initializer=fluid.initializer.Normal(0.0, 1.0 / math.sqrt(DENSE))))
+        name="linear_0.w_0", initializer=fluid.initializer.Normal(0.0, 1.0 / math.sqrt(DENSE))))
     embs = [fluid.layers.embedding(s, [VOCAB, EMB_DIM], is_sparse=True, param_attr=fluid.ParamAttr(
         name="SparseFeatFactors", initializer=fluid.initializer.Uniform())) for s in sparse]
     deep = fluid.layers.concat(embs + [dense], axis=1)
     sizes = [EMB_DIM * SPARSE_SLOTS + DENSE] + SIZES + [1]
     for i in range(len(SIZES) + 1):
         deep = fluid.layers.fc(deep, sizes[i + 1], act="relu" if i < len(SIZES) else None,
-                               param_attr=fluid.ParamAttr(name="deep_w_%d" % i, initializer=fluid.initializer.Normal(
+                               param_attr=fluid.ParamAttr(name="linear_%d.w_0" % (i + 1),
+                                                          initializer=fluid.initializer.Normal(
                                    0.0, 1.0 / math.sqrt(sizes[i]))))
     return fluid.layers.elementwise_add(wide, deep)
 
@@ -192,11 +162,11 @@ def test_parameters_get_paddles_names_and_structured_keys():
         assert [p.name for p in nn.Linear(2, 2).parameters()] == ["linear_4.w_0", "linear_4.b_0"]
     assert model.full_name() == "wide_deep_layer_0"
     named = [(k, p.name) for k, p in model.named_parameters()]
-    assert named == [("wide_part.weight", "wide_w"), ("wide_part.bias", "linear_0.b_0"),
+    assert named == [("wide_part.weight", "linear_0.w_0"), ("wide_part.bias", "linear_0.b_0"),
                      ("embedding.weight", "SparseFeatFactors"),
-                     ("linear_0.weight", "deep_w_0"), ("linear_0.bias", "linear_1.b_0"),
-                     ("linear_1.weight", "deep_w_1"), ("linear_1.bias", "linear_2.b_0"),
-                     ("linear_2.weight", "deep_w_2"), ("linear_2.bias", "linear_3.b_0")]
+                     ("linear_0.weight", "linear_1.w_0"), ("linear_0.bias", "linear_1.b_0"),
+                     ("linear_1.weight", "linear_2.w_0"), ("linear_1.bias", "linear_2.b_0"),
+                     ("linear_2.weight", "linear_3.w_0"), ("linear_2.bias", "linear_3.b_0")]
     assert list(model.state_dict()) == [k for k, _ in named]
     assert [p.name for p in bn.parameters()] == ["batch_norm2d_0.w_0", "batch_norm2d_0.b_0", "batch_norm2d_0.w_1",
                                                  "batch_norm2d_0.w_2"]
@@ -405,3 +375,26 @@ def test_wide_deep_layer_trains_with_one_server_and_one_worker(tmp_path, mode):
     if mode == "sync":
         local = _train(_wide_deep_layer_loss, _wide_deep_batches(20))
         np.testing.assert_array_equal(losses, local)
+
+
+def test_paddlerec_style_script_runs_under_the_compat_switch(tmp_path):
+    """paddle_wide_deep_layer.py, written for Paddle, run unchanged under
+    ``python3 -m flotilla.paddle_compat``: it trains, and static.save/load
+    and save/load_inference_model give its predictions back exactly."""
+    import os
+    import re
+    from conftest import run_python
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "paddle_wide_deep_layer.py")
+    proc = run_python(["-m", "flotilla.paddle_compat", script, str(tmp_path)], timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    losses = [float(v) for v in re.findall(r"^STEP \d+ (\S+)$", proc.stdout, re.M)]
+    assert len(losses) == 20 and sum(losses[-5:]) < sum(losses[:5]), losses
+    assert "OK static.load" in proc.stdout and "OK inference model" in proc.stdout, proc.stdout[-1000:]
+    assert "STATE wide_part.weight,wide_part.bias,embedding.weight" in proc.stdout, proc.stdout[-500:]
+
+
+def test_missing_nn_names_still_name_themselves():
+    from flotilla import paddle_compat
+    assert "Normal" in paddle_compat.nearest("paddle.nn.initializer.TruncatedNormal")
+    assert "Linear" in paddle_compat.nearest("paddle.nn.LSTM")
