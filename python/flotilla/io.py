@@ -5,6 +5,7 @@ from Python loads in C++ and back. Saves are atomic: a directory is written
 under a temporary name and renamed into place."""
 
 import os
+import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import _core
@@ -56,21 +57,25 @@ def _vars_of(program: Program, vars: Optional[Sequence[Any]], predicate: Optiona
     return sorted(n for n in block.var_names() if accept(block.var(n)))
 
 
-def save_vars(executor: Executor, dirname: str, main_program: Optional[Program] = None,
+def save_vars(executor: Executor, dirname: Optional[str], main_program: Optional[Program] = None,
               vars: Optional[Sequence[Any]] = None, predicate: Optional[Callable] = None,
-              filename: Optional[str] = None) -> None:
+              filename: Optional[str] = None) -> Optional[bytes]:
     """Writes ``vars`` (or the variables of ``main_program`` that ``predicate``
     accepts) from the global scope. Without ``filename``: Flotilla's checkpoint
     directory (MANIFEST + checksummed files, written atomically); with it: one
     file ``dirname/filename`` in Paddle's combined format, variables sorted by
-    name, which Paddle's ``load_vars(..., filename=...)`` reads."""
-    dirname = _dirname(dirname, "fluid.io.save_vars")
+    name, which Paddle's ``load_vars(..., filename=...)`` reads. With neither
+    ``dirname`` nor ``filename`` it returns those combined bytes instead."""
     names = _vars_of(program_of(main_program, "fluid.io.save_vars"), vars, predicate)
+    if dirname is None and filename is None:
+        return _core.io.serialize_vars(names, global_scope())
+    dirname = _dirname(dirname, "fluid.io.save_vars")
     if filename is not None:
         _core.io.save_combined(os.path.join(dirname, os.path.basename(filename)), names, global_scope())
-        return
+        return None
     with save_target(dirname) as target:
         _core.io.save_vars(target, names, global_scope())
+    return None
 
 
 def load_vars(executor: Executor, dirname: str, main_program: Optional[Program] = None,
@@ -89,11 +94,11 @@ def load_vars(executor: Executor, dirname: str, main_program: Optional[Program] 
     _core.io.load_vars_from_dir(dirname, names, global_scope(), program)
 
 
-def save_persistables(executor: Executor, dirname: str, main_program: Optional[Program] = None,
-                      filename: Optional[str] = None) -> None:
+def save_persistables(executor: Executor, dirname: Optional[str], main_program: Optional[Program] = None,
+                      filename: Optional[str] = None) -> Optional[bytes]:
     """Writes every persistable variable of ``main_program`` (default: the
     default main program): parameters and optimizer state. See :func:`save_vars`."""
-    save_vars(executor, dirname, main_program, None, _is_persistable, filename)
+    return save_vars(executor, dirname, main_program, None, _is_persistable, filename)
 
 
 def load_persistables(executor: Executor, dirname: str, main_program: Optional[Program] = None,
@@ -102,10 +107,10 @@ def load_persistables(executor: Executor, dirname: str, main_program: Optional[P
     load_vars(executor, dirname, main_program, None, _is_persistable, filename)
 
 
-def save_params(executor: Executor, dirname: str, main_program: Optional[Program] = None,
-                filename: Optional[str] = None) -> None:
+def save_params(executor: Executor, dirname: Optional[str], main_program: Optional[Program] = None,
+                filename: Optional[str] = None) -> Optional[bytes]:
     """Writes the parameters of ``main_program`` (not the optimizer state)."""
-    save_vars(executor, dirname, main_program, None, _is_parameter, filename)
+    return save_vars(executor, dirname, main_program, None, _is_parameter, filename)
 
 
 def load_params(executor: Executor, dirname: str, main_program: Optional[Program] = None,
@@ -155,6 +160,8 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[Any], target_v
     program = program_of(main_program, "save_inference_model")
     if not isinstance(executor, Executor):
         raise TypeError(f"save_inference_model: executor must be an Executor, got {type(executor).__name__}")
+    if "auc" in program.global_block().ops:
+        warnings.warn("please ensure that you have set the auc states to zeros before saving inference model")
     fetches = _names(target_vars)
     feeds = _names(feeded_var_names)
     files = _files(model_filename, params_filename, export_for_deployment, program_only)
@@ -166,18 +173,32 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[Any], target_v
     return fetches
 
 
-def load_inference_model(dirname: str, executor: Executor, model_filename: Optional[str] = None,
-                         params_filename: Optional[str] = None,
+def load_inference_model(dirname: Optional[str], executor: Executor, model_filename: Any = None,
+                         params_filename: Any = None,
                          pserver_endpoints: Any = None) -> Tuple[Program, List[str], List[Variable]]:
     """Loads what :func:`save_inference_model` (Python or C++) wrote, with the
     same file names: returns ``[program, feed_target_names, fetch_targets]``
-    with its parameters in the global scope."""
-    dirname = _dirname(dirname, "load_inference_model")
+    with its parameters in the global scope. With ``dirname=None``,
+    ``model_filename`` and ``params_filename`` are the model's bytes (a saved
+    model file, ``serialize_program``) and its parameters' (``save_persistables(exe,
+    None, program)``, ``serialize_persistables``)."""
     if pserver_endpoints is not None:
         raise NotImplementedError("load_inference_model(pserver_endpoints=...) (a distributed lookup table "
                                   "served for inference) is not in Flotilla; nearest: omit it")
-    program, feeds, fetches = _core.io.load_inference_model(dirname, global_scope(),
-                                                            _files(model_filename, params_filename))
+    if dirname is None:
+        if params_filename is None:
+            raise ValueError("The path of params cannot be None when the directory path is None.")
+        if not isinstance(model_filename, bytes) or not isinstance(params_filename, bytes):
+            raise ValueError("load_inference_model(None, ...): model_filename and params_filename must be the "
+                             "model's and the parameters' bytes")
+        program, feeds, fetches = _core.io.load_inference_model_from_memory(model_filename, params_filename,
+                                                                            global_scope())
+    else:
+        dirname = _dirname(dirname, "load_inference_model")
+        if not os.path.isdir(dirname):
+            raise ValueError(f"There is no directory named '{dirname}'")
+        program, feeds, fetches = _core.io.load_inference_model(dirname, global_scope(),
+                                                                _files(model_filename, params_filename))
     block = program.global_block()
     return [program, feeds, [block.var(n) for n in fetches]]
 

@@ -129,6 +129,22 @@ void BindPaddleTensors(py::module_& m) {
            "True when the files are laid out as Paddle's (see inference_model.h).");
   m.def("normalize_program", &io::NormalizeProgram, py::arg("program"), py::arg("feed_names"),
         py::arg("fetch_names"));
+  m.def("serialize_inference_program",
+        [](const Program& main, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches) {
+          return py::bytes(io::SerializeInferenceProgram(main, feeds, fetches));
+        },
+        py::arg("program"), py::arg("feed_names"), py::arg("fetch_names"));
+  m.def("load_inference_model_from_memory",
+        [](const py::bytes& model, const py::bytes& params, Scope& scope) {
+          std::string model_bytes = model, params_bytes = params;
+          io::InferenceModel loaded;
+          {
+            py::gil_scoped_release release;
+            loaded = io::LoadInferenceModelFromMemory(model_bytes, params_bytes, scope);
+          }
+          return py::make_tuple(std::move(loaded.program), loaded.feed_names, loaded.fetch_names);
+        },
+        py::arg("model"), py::arg("params"), py::arg("scope"));
   m.def("manifest_names", [](const std::string& dir) {
     std::vector<std::string> names;
     for (const io::ManifestEntry& e : io::ReadManifest(dir)) names.push_back(e.name);

@@ -133,7 +133,7 @@ TEST_F(InferenceModelTest, PaddleLayoutsRoundTripAndKeepOtherFiles) {
   SaveInferenceModel(dir, {"x"}, {"pred"}, exe, main, scope, {"m.pdmodel", "m.pdiparams"});
   SaveInferenceModel(dir, {"x"}, {"pred"}, exe, main, scope, {"split", ""});
   EXPECT_TRUE(FileExists(dir + "/other") && FileExists(dir + "/m.pdiparams") && FileExists(dir + "/w") &&
-              FileExists(dir + "/b") && FileExists(dir + "/split.feed_fetch"));
+              FileExists(dir + "/b") && !FileExists(dir + "/split.feed_fetch"));
   for (const InferenceModelFiles& files : {InferenceModelFiles{"m.pdmodel", "m.pdiparams"},
                                            InferenceModelFiles{"split", ""}}) {
     Scope fresh;
@@ -152,6 +152,15 @@ TEST_F(InferenceModelTest, PaddleLayoutsRoundTripAndKeepOtherFiles) {
   EXPECT_THROW(SaveInferenceModel(dir, {"x"}, {"pred"}, exe, main, scope, {"a/b", ""}), InvalidArgument);
   Scope fresh;
   EXPECT_THROW(LoadInferenceModel(dir, fresh, {"m.pdmodel", "absent"}), NotFound);
+  // The model file names its targets: it loads from memory with its parameters.
+  Scope mem;
+  InferenceModel model = LoadInferenceModelFromMemory(ReadFileAtMost(dir + "/m.pdmodel", 1 << 20, "m"),
+                                                      ReadFileAtMost(dir + "/m.pdiparams", 1 << 20, "p"), mem);
+  EXPECT_EQ(model.feed_names, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(model.fetch_names, (std::vector<std::string>{"pred"}));
+  EXPECT_EQ(exe.Run(model.program, {{"x", x}}, {"pred"}, &mem)[0].ToVector<float>(), expected);
+  EXPECT_EQ(SerializeInferenceProgram(main, {"x"}, {"pred"}), ReadFileAtMost(dir + "/m.pdmodel", 1 << 20, "m"));
+  EXPECT_THROW(LoadInferenceModelFromMemory(main.Serialize(), "", mem), Corruption);
 }
 
 }  // namespace

@@ -165,7 +165,8 @@ def test_save_inference_model_layouts(model, tmp_path):
     for model_filename, params_filename in layouts[:2]:
         assert fluid.io.save_inference_model(str(d), ["x"], [pred], exe, main, model_filename=model_filename,
                                              params_filename=params_filename) == [pred.name]
-    assert {"keep", "__model__", "__feed_fetch__", "__params__", "model", "model.feed_fetch"} <= set(os.listdir(d))
+    assert sorted(os.listdir(d)) == ["__model__", "__params__", "keep", "linear_0.b_0", "linear_0.w_0",
+                                     "linear_1.b_0", "linear_1.w_0", "model"]
     fluid.io.save_inference_model(str(tmp_path / "plain"), ["x"], [pred], exe, main)
     for dirname, (model_filename, params_filename) in ((d, layouts[0]), (d, layouts[1]), (tmp_path / "plain",
                                                                                              layouts[2])):
@@ -181,7 +182,7 @@ def test_save_inference_model_layouts(model, tmp_path):
     assert whole.global_block().ops == main.global_block().ops
     fluid.io.save_inference_model(str(tmp_path / "only"), ["x"], [pred], exe, main, model_filename="m",
                                   program_only=True)
-    assert sorted(os.listdir(tmp_path / "only")) == ["m", "m.feed_fetch"]
+    assert sorted(os.listdir(tmp_path / "only")) == ["m"]
 
 
 def test_save_inference_model_refusals_name_the_argument(model, tmp_path):
@@ -200,8 +201,14 @@ def test_save_inference_model_refusals_name_the_argument(model, tmp_path):
         static.save_inference_model(str(tmp_path), [x], [pred], exe, program=main)
     with pytest.raises(ValueError, match="should not be a directory"):
         static.save_inference_model(str(tmp_path) + "/", [x], [pred], exe, program=main)
-    with pytest.raises(NotImplementedError, match="deserialize_program"):
-        static.load_inference_model(None, exe, model_filename=b"", params_filename=b"")
+    with pytest.raises(ValueError, match="should be the bytes"):
+        static.load_inference_model(None, exe, model_filename="illegal", params_filename="illegal")
+    with pytest.raises(ValueError, match="The path of params cannot be None"):
+        fluid.io.load_inference_model(None, exe, b"model", None)
+    with pytest.raises(ValueError, match="There is no directory named"):
+        fluid.io.load_inference_model(str(tmp_path / "absent"), exe)
+    with pytest.raises(TypeError, match="'feed_vars' should be a Variable"):
+        static.normalize_program(main, "x", [pred])
 
 
 def test_static_inference_model_serialize_and_normalize(model, tmp_path):
@@ -209,7 +216,7 @@ def test_static_inference_model_serialize_and_normalize(model, tmp_path):
     want = _predict(exe, main.clone(for_test=True)._prune([pred.name]), feed["x"], [pred])
     prefix = str(tmp_path / "sub" / "infer")
     static.save_inference_model(prefix, [x], [pred], exe, program=main)
-    assert sorted(os.listdir(tmp_path / "sub")) == ["infer.pdiparams", "infer.pdmodel", "infer.pdmodel.feed_fetch"]
+    assert sorted(os.listdir(tmp_path / "sub")) == ["infer.pdiparams", "infer.pdmodel"]
     normalized = static.normalize_program(main, [x], [pred])
     assert normalized.global_block().ops == ["mul", "elementwise_add", "relu", "mul", "elementwise_add"]
     program_bytes = static.serialize_program([x], [pred], program=main)
@@ -227,6 +234,15 @@ def test_static_inference_model_serialize_and_normalize(model, tmp_path):
         program = static.deserialize_program(program_bytes)
         static.deserialize_persistables(program, params_bytes, exe)
         np.testing.assert_array_equal(_predict(exe, program, feed["x"], [pred.name]), want)
+    pruned_params = fluid.io.save_persistables(exe, None, main._prune_with_input(["x"], [pred]))
+    assert pruned_params == params_bytes
+    for load in (lambda: static.load_inference_model(None, exe, model_filename=program_bytes,
+                                                     params_filename=params_bytes),
+                 lambda: fluid.io.load_inference_model(None, exe, program_bytes, pruned_params)):
+        with flotilla.scope_guard(fluid.core.Scope()):
+            program, feeds, fetches = load()
+            assert feeds == ["x"] and [v.name for v in fetches] == [pred.name]
+            np.testing.assert_array_equal(_predict(exe, program, feed["x"], fetches), want)
         with pytest.raises(errors.CorruptionError, match="truncated"):
             static.deserialize_persistables(program, params_bytes[:-1], exe)
 

@@ -11,8 +11,12 @@
 // model in `model_filename`, the parameters in Paddle's tensor format
 // (paddle_tensors.h) — all in `params_filename`, sorted by name, or one file
 // per variable named after it — each file written atomically into `dir`,
-// whose other files are kept. The feed and fetch names go beside the model,
-// in "<model_filename>.feed_fetch" (kFeedFetchFileName for kModelFileName).
+// whose other files are kept; no other file is written.
+//
+// Every saved model file carries its feed and fetch names after the
+// ProgramDesc, as fields 101 (feed) and 102 (fetch) of the message (strings,
+// in order), which Program::Parse ignores; so a model file alone, or its
+// bytes, name their targets.
 #pragma once
 
 #include <string>
@@ -68,6 +72,17 @@ struct InferenceModel {
   std::vector<std::string> feed_names;
   std::vector<std::string> fetch_names;
 };
+
+// The model bytes SaveInferenceModel writes: NormalizeProgram's program
+// serialised, with its feed and fetch names.
+std::string SerializeInferenceProgram(const Program& main, const std::vector<std::string>& feed_names,
+                                      const std::vector<std::string>& fetch_names);
+
+// A model from memory: model bytes as SerializeInferenceProgram (or a saved
+// model file) holds them, parameters as SerializePaddleVars holds the
+// program's persistables (sorted by name). Throws Corruption naming `what`
+// for bytes without fetch names or damaged parameters.
+InferenceModel LoadInferenceModelFromMemory(const std::string& model, const std::string& params, Scope& scope);
 
 // Loads the program and puts its parameters into `scope`. Throws NotFound
 // when the directory or a file is missing, Corruption naming the file when one

@@ -27,15 +27,18 @@ from ..framework import Program, Scope, Variable, default_main_program, global_s
 _SUFFIXES = (".pdparams", ".pdopt", ".pdmodel")
 
 
-def _var_list(name: str, value: Any) -> List[Variable]:
+def _var_list(name: str, value: Any, error: type = ValueError) -> List[Variable]:
     values = value if isinstance(value, (list, tuple)) else [value]
     if not values or not all(isinstance(v, Variable) for v in values):
-        raise ValueError(f"'{name}' should be a Variable or a list of Variable.")
+        raise error(f"'{name}' should be a Variable or a list of Variable.")
     return list(values)
 
 
 def _valid_program(program: Any) -> Program:
     return _fluid_io.program_of(program, "paddle.static")
+
+
+_get_valid_program = _valid_program  # Paddle's name
 
 
 def _persistable_names(program: Program, parameters: Optional[bool] = None) -> List[str]:
@@ -55,14 +58,17 @@ def normalize_program(program: Program, feed_vars: Any, fetch_vars: Any) -> Prog
     ``program`` pruned to what computes ``fetch_vars`` from ``feed_vars``."""
     if not isinstance(program, Program):
         raise TypeError(f"program type must be `fluid.Program`, but received `{type(program).__name__}`")
-    feeds = [v.name for v in _var_list("feed_vars", feed_vars)]
-    fetches = [v.name for v in _var_list("fetch_vars", fetch_vars)]
+    feeds = [v.name for v in _var_list("feed_vars", feed_vars, TypeError)]
+    fetches = [v.name for v in _var_list("fetch_vars", fetch_vars, TypeError)]
     return _core.io.normalize_program(program, feeds, fetches)
 
 
 def serialize_program(feed_vars: Any, fetch_vars: Any, **kwargs: Any) -> bytes:
-    """The normalized program (``program=`` or the default main one) as bytes."""
-    return normalize_program(_valid_program(kwargs.get("program")), feed_vars, fetch_vars).serialize()
+    """The normalized program (``program=`` or the default main one) as bytes,
+    naming its feed and fetch targets (what ``.pdmodel`` holds)."""
+    feeds = [v.name for v in _var_list("feed_vars", feed_vars)]
+    fetches = [v.name for v in _var_list("fetch_vars", fetch_vars)]
+    return _core.io.serialize_inference_program(_valid_program(kwargs.get("program")), feeds, fetches)
 
 
 def serialize_persistables(feed_vars: Any, fetch_vars: Any, executor: Executor, **kwargs: Any) -> bytes:
@@ -70,6 +76,12 @@ def serialize_persistables(feed_vars: Any, fetch_vars: Any, executor: Executor, 
     in Paddle's combined format (sorted by name)."""
     program = normalize_program(_valid_program(kwargs.get("program")), feed_vars, fetch_vars)
     return _core.io.serialize_vars(_persistable_names(program), global_scope())
+
+
+def _serialize_persistables(program: Program, executor: Any) -> Optional[bytes]:
+    """The persistables of ``program`` as bytes; None when it has none."""
+    names = _persistable_names(program)
+    return _core.io.serialize_vars(names, global_scope()) if names else None
 
 
 def deserialize_program(data: bytes) -> Program:
@@ -113,12 +125,13 @@ def _path_prefix(path_prefix: Any) -> str:
 
 def save_inference_model(path_prefix: str, feed_vars: Any, fetch_vars: Any, executor: Executor,
                          **kwargs: Any) -> None:
-    """Paddle 2.x: writes ``<path_prefix>.pdmodel`` (the normalized program),
-    ``<path_prefix>.pdiparams`` (its persistables, Paddle's combined format)
-    and ``<path_prefix>.pdmodel.feed_fetch`` (the feed and fetch names)."""
+    """Paddle 2.x: writes ``<path_prefix>.pdmodel`` (the normalized program,
+    naming its feed and fetch targets) and ``<path_prefix>.pdiparams`` (its
+    persistables, Paddle's combined format)."""
     path_prefix = _path_prefix(path_prefix)
-    if os.path.isdir(path_prefix):
-        raise ValueError(f"'{path_prefix}' is an existing directory.")
+    for path in (path_prefix, path_prefix + ".pdmodel", path_prefix + ".pdiparams"):
+        if os.path.isdir(path):
+            raise ValueError(f"'{path}' is an existing directory.")
     feeds = [v.name for v in _var_list("feed_vars", feed_vars)]
     fetches = [v.name for v in _var_list("fetch_vars", fetch_vars)]
     if not isinstance(executor, Executor):
@@ -133,17 +146,19 @@ def load_inference_model(path_prefix: str, executor: Executor, **kwargs: Any):
     """Paddle 2.x: loads what :func:`save_inference_model` wrote (or a model
     directory of ``fluid.io.save_inference_model``); returns ``[program,
     feed_target_names, fetch_targets]``. ``model_filename`` /
-    ``params_filename`` name the files inside the directory ``path_prefix``."""
+    ``params_filename`` name the files inside the directory ``path_prefix``;
+    with ``path_prefix=None`` they are the model's and parameters' bytes."""
     unknown = set(kwargs) - {"model_filename", "params_filename"}
     if unknown:
         raise ValueError(f"Only 'model_filename' and 'params_filename' are supported as keyword arguments "
                          f"of load_inference_model, got {sorted(unknown)}")
-    if path_prefix is None:
-        raise NotImplementedError("paddle.static.load_inference_model(None, model_filename=<bytes>, ...) (a model "
-                                  "in memory) is not in Flotilla: its programs carry no feed/fetch ops; nearest: "
-                                  "deserialize_program + deserialize_persistables")
-    path_prefix = _path_prefix(path_prefix)
     model, params = kwargs.get("model_filename"), kwargs.get("params_filename")
+    if path_prefix is None:
+        if not isinstance(model, bytes) or not isinstance(params, bytes):
+            raise ValueError("If path_prefix is None, 'model_filename' and 'params_filename' should be the bytes "
+                             "of the model and of its parameters (serialize_program, serialize_persistables).")
+        return _fluid_io.load_inference_model(None, executor, model, params)
+    path_prefix = _path_prefix(path_prefix)
     if model is not None or params is not None or os.path.isdir(path_prefix):
         return _fluid_io.load_inference_model(path_prefix, executor, model, params)
     if not os.path.exists(path_prefix + ".pdmodel"):
