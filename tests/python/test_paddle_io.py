@@ -297,3 +297,24 @@ def test_compiled_program_with_data_parallel_is_a_pass_through(model):
     np.testing.assert_array_equal(exe.run(compiled, feed={"x": feed["x"]}, fetch_list=[pred])[0], want)
     with pytest.raises(NotImplementedError, match="one process per device"):
         compiler.CompiledProgram(main).with_data_parallel(places=flotilla.cpu_places(2))
+
+
+def test_paddle_save_and_load_of_a_state_dict_and_a_program(model, tmp_path):
+    """paddle.save(layer.state_dict(), path) / paddle.load in static mode."""
+    from flotilla.paddle_compat import paddle_root as paddle
+    main, startup, exe, _, _, _ = model
+    with flotilla.program_guard(flotilla.Program(), flotilla.Program()), flotilla.unique_name_guard():
+        layer = nn.Linear(3, 2)
+        flotilla.Executor().run(flotilla.default_startup_program())
+    path = str(tmp_path / "sub" / "linear.pdparams")
+    paddle.save(layer.state_dict(), path)
+    loaded = paddle.load(path)
+    assert sorted(loaded) == ["bias", "weight"] and loaded["weight"].shape == (3, 2)
+    loaded["weight"] += 1
+    layer.set_state_dict(loaded)
+    got = np.array(flotilla.global_scope().find_var(layer.weight.name).get_tensor())
+    np.testing.assert_array_equal(got, loaded["weight"])
+    paddle.save(main, str(tmp_path / "main.pdmodel"))
+    assert paddle.load(str(tmp_path / "main.pdmodel")).global_block().ops == main.global_block().ops
+    with pytest.raises(ValueError, match="dirname/filename"):
+        paddle.save({}, str(tmp_path))

@@ -190,10 +190,7 @@ def save(program: Program, model_path: str, protocol: int = 4, **configs: Any) -
         raise ValueError("The input model_path MUST be format of dirname/filename, but received model_path is "
                          "empty string.")
     protocol = configs.get("pickle_protocol", protocol)
-    if not isinstance(protocol, int) or isinstance(protocol, bool):
-        raise ValueError(f"The 'protocol' MUST be `int`, but received {type(protocol)}")
-    if not 2 <= protocol <= 4:
-        raise ValueError(f"Expected 1<'protocol'<5, but received protocol={protocol}")
+    _check_protocol(protocol)
     model_path = os.fspath(model_path)
     if os.path.dirname(model_path):
         os.makedirs(os.path.dirname(model_path), exist_ok=True)
@@ -342,6 +339,52 @@ def set_program_state(program: Program, state_dict: Dict[str, Any]) -> None:
                       f"{' '.join(unused)}")
 
 
-__all__ = ["save_inference_model", "load_inference_model", "normalize_program", "serialize_program",
+# ---- paddle.save / paddle.load ----
+
+def _to_arrays(obj: Any) -> Any:
+    if isinstance(obj, Variable):
+        return _values([obj.name])[obj.name]
+    if isinstance(obj, dict):
+        return type(obj)((k, _to_arrays(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_arrays(v) for v in obj)
+    return obj
+
+
+def _check_protocol(protocol: Any) -> None:
+    if not isinstance(protocol, int) or isinstance(protocol, bool):
+        raise ValueError(f"The 'protocol' MUST be `int`, but received {type(protocol)}")
+    if not 2 <= protocol <= 4:
+        raise ValueError(f"Expected 1<'protocol'<5, but received protocol={protocol}")
+
+
+def save_object(obj: Any, path: str, protocol: int = 4, **configs: Any) -> None:
+    """Paddle 2.x's ``paddle.save`` in static mode: a Program as its bytes;
+    anything else pickled, with Variables (a ``Layer.state_dict()``'s values)
+    replaced by their arrays in the global scope."""
+    path = os.fspath(path)
+    if os.path.basename(path) == "" or os.path.isdir(path):
+        raise ValueError(f"The input path MUST be format of dirname/filename, but received {path!r}")
+    _check_protocol(configs.get("pickle_protocol", protocol))
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    if isinstance(obj, Program):
+        return save_to_file(path, obj.serialize())
+    with open(path, "wb") as f:
+        pickle.dump(_to_arrays(obj), f, protocol=configs.get("pickle_protocol", protocol))
+
+
+def load_object(path: str, **configs: Any) -> Any:
+    """Paddle 2.x's ``paddle.load`` in static mode: what :func:`save_object`
+    (or Paddle's ``paddle.save``) wrote — arrays for tensors, a Program for a
+    saved program."""
+    data = load_from_file(os.fspath(path))
+    try:
+        return pickle.loads(data, encoding="latin1")
+    except (pickle.UnpicklingError, EOFError, ValueError, IndexError):
+        return Program.parse_from_string(data)
+
+
+__all__ = ["save_object", "load_object", "save_inference_model", "load_inference_model", "normalize_program", "serialize_program",
            "serialize_persistables", "deserialize_program", "deserialize_persistables", "save_to_file",
            "load_from_file", "save", "load", "load_program_state", "set_program_state"]
