@@ -40,7 +40,7 @@ def _dirname(dirname: Any, fn: str) -> str:
 
 
 def _is_persistable(var: Variable) -> bool:
-    return var.persistable and var.name not in ("feed", "fetch")
+    return var.persistable
 
 
 def _is_parameter(var: Variable) -> bool:
@@ -48,13 +48,17 @@ def _is_parameter(var: Variable) -> bool:
 
 
 def _vars_of(program: Program, vars: Optional[Sequence[Any]], predicate: Optional[Callable]) -> List[str]:
-    """The names ``vars`` lists, or those of block 0 ``predicate`` accepts, sorted
-    (the order Paddle's combined files keep)."""
+    """The names ``vars`` lists, or those of block 0 ``predicate`` accepts
+    (default and Flotilla's own predicates: among the saveable persistables,
+    dense tensors without feed/fetch), sorted: the order Paddle's combined
+    files keep."""
     if vars is not None:
         return sorted(set(_names(vars)))
     block = program.global_block()
     accept = predicate or _is_persistable
-    return sorted(n for n in block.var_names() if accept(block.var(n)))
+    candidates = _core.io.persistable_names(program) if accept in (_is_persistable, _is_parameter) \
+        else block.var_names()
+    return sorted(n for n in candidates if accept(block.var(n)))
 
 
 def save_vars(executor: Executor, dirname: Optional[str], main_program: Optional[Program] = None,

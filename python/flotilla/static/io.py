@@ -42,15 +42,12 @@ _get_valid_program = _valid_program  # Paddle's name
 
 
 def _persistable_names(program: Program, parameters: Optional[bool] = None) -> List[str]:
-    """Sorted persistable variables of block 0; ``parameters`` True: only
-    parameters, False: only the others (optimizer state)."""
+    """The saveable persistables of block 0 (dense tensors, no feed/fetch),
+    sorted; ``parameters`` True: only parameters, False: only the others
+    (optimizer state)."""
     block = program.global_block()
-    out = []
-    for n in block.var_names():
-        v = block.var(n)
-        if v.persistable and n not in ("feed", "fetch") and (parameters is None or v.is_parameter == parameters):
-            out.append(n)
-    return sorted(out)
+    return [n for n in _core.io.persistable_names(program)
+            if parameters is None or block.var(n).is_parameter == parameters]
 
 
 def normalize_program(program: Program, feed_vars: Any, fetch_vars: Any) -> Program:
