@@ -22,7 +22,7 @@ import numpy as np
 from .. import _core
 from .. import io as _fluid_io
 from ..executor import Executor
-from ..framework import Program, Scope, Variable, default_main_program, global_scope
+from ..framework import Program, Scope, Variable, global_scope
 
 _SUFFIXES = (".pdparams", ".pdopt", ".pdmodel")
 
