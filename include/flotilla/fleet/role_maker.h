@@ -159,7 +159,7 @@ bool RoleInEnvironment();
 // (OMPI_MCA_ess_base_jobid or PMIX_NAMESPACE) — which suits one host or a
 // shared file system.
 //
-// With `parameter_servers` (Paddle's layout for seed 003's MPI jobs, and
+// With `parameter_servers` (Paddle's layout for MPI parameter-server jobs, and
 // what the Python MPISymetricRoleMaker gives): one server and one worker per
 // node, so N must be even (InvalidArgument otherwise): even ranks are
 // servers (index rank/2), odd ranks workers (index rank/2), N/2 of each.
