@@ -22,7 +22,7 @@ def main(mode: str, steps: int) -> None:
         loss = T._wide_deep_layer_loss()
         strategy = fleet.DistributedStrategy()
         strategy.a_sync = mode == "async"
-        fleet.distributed_optimizer(fluid.optimizer.SGD(learning_rate=0.05), strategy).minimize(loss)
+        fleet.distributed_optimizer(fluid.optimizer.SGD(learning_rate=T.LEARNING_RATE), strategy).minimize(loss)
     if fleet.is_server():
         fleet.init_server()
         fleet.run_server()

@@ -71,7 +71,10 @@ def _wide_deep_batches(steps, batch=16):
         yield feed
 
 
-def _train(build, batches, optimizer=lambda: fluid.optimizer.SGD(learning_rate=0.05)):
+LEARNING_RATE = 0.5  # SGD's, for wide&deep here and in nn_layer_ps_train.py
+
+
+def _train(build, batches, optimizer=lambda: fluid.optimizer.SGD(learning_rate=LEARNING_RATE)):
     """Builds under fresh programs, names and scope; returns the losses."""
     main, startup = _programs()
     scope = fluid.core.Scope()

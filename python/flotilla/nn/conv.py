@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 from .. import initializer as I
-from ..cnn_layers import _nchw
+from ..nn_layers import _nchw
 from ..framework import Variable
 from ..param_attr import ParamAttr
 from . import functional as F
