@@ -161,6 +161,17 @@ Variable.__ne__ = lambda self, other: not self.__eq__(other)
 Variable.__hash__ = lambda self: hash(self.name)
 
 
+def _prune_with_input(self: Program, feeded_var_names, targets) -> Program:
+    """Paddle's ``Program._prune_with_input``: the program cut to what computes
+    ``targets`` (Variables or names); the fed variables stay feedable."""
+    names = [t.name if isinstance(t, Variable) else str(t) for t in
+             (targets if isinstance(targets, (list, tuple)) else [targets])]
+    return self._prune(names)
+
+
+Program._prune_with_input = _prune_with_input
+
+
 def _var_astype(self: Variable, dtype) -> Variable:
     """The variable converted to ``dtype`` (a cast op)."""
     return _core.layers.cast(self, dtype)

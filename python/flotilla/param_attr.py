@@ -29,24 +29,26 @@ class ParamAttr:
         self.regularizer = regularizer
         self.trainable = trainable
 
-    def _to_core(self) -> "_core.ParamAttr":
-        return _core.ParamAttr(self.name or "", self.initializer, self.trainable, self.regularizer, True)
+    def _to_core(self, default_name: Optional[str] = None) -> "_core.ParamAttr":
+        return _core.ParamAttr(self.name or default_name or "", self.initializer, self.trainable, self.regularizer,
+                               True)
 
 
 def to_core(attr: Any, default_name: Optional[str] = None) -> "_core.ParamAttr":
     """Paddle's accepted forms of a ``param_attr``/``bias_attr`` argument as the
     core's ParamAttr: None (defaults), False (no such parameter), a name, an
-    initializer, or a :class:`ParamAttr`."""
+    initializer, or a :class:`ParamAttr`. ``default_name`` names the
+    parameter when the argument does not."""
     if attr is None or attr is True:
         return _core.ParamAttr(default_name or "")
     if attr is False:
         return _core.ParamAttr(enabled=False)
     if isinstance(attr, str):
-        return _core.ParamAttr(attr)
+        return _core.ParamAttr(attr or default_name or "")
     if isinstance(attr, _core.initializer.Initializer):
-        return _core.ParamAttr(initializer=attr)
+        return _core.ParamAttr(default_name or "", attr)
     if isinstance(attr, ParamAttr):
-        return attr._to_core()
+        return attr._to_core(default_name)
     if isinstance(attr, _core.ParamAttr):
         return attr
     raise TypeError(f"param_attr must be None, False, a name, an initializer or a ParamAttr; got {attr!r}")

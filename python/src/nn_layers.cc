@@ -204,6 +204,13 @@ void BindFunctional(py::module_& m) {
         },
         py::arg("x"), py::arg("num_groups"), py::arg("epsilon"), py::arg("weight"), py::arg("bias"));
   m.def("one_hot", &functional::one_hot, py::arg("x"), py::arg("num_classes"));
+  m.def("linear",
+        [](const Variable& x, const Variable& weight, const std::optional<Variable>& bias) {
+          return functional::linear(x, weight, OrNone(bias));
+        },
+        py::arg("x"), py::arg("weight"), py::arg("bias"));
+  m.def("embedding", &functional::embedding, py::arg("ids"), py::arg("weight"), py::arg("padding_idx"),
+        py::arg("sparse"));
   m.def("_to_padding", [](const py::object& p) {
     Padding v = ToPadding(p, "padding");
     return py::make_tuple(v.values, v.algorithm);

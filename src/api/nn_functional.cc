@@ -71,6 +71,51 @@ Variable group_norm(const Variable& x, int num_groups, float epsilon, const Vari
                                      {{"groups", int32_t(num_groups)}, {"epsilon", epsilon}});
 }
 
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  const Dims& d = x.shape();
+  FLOTILLA_ENFORCE(d.size() >= 2, "functional::linear: input '", x.name(), "' of shape ", DimsToString(d),
+                   " needs rank >= 2 ([batch, ..., in_features])");
+  FLOTILLA_ENFORCE(weight.valid() && weight.shape().size() == 2 && weight.shape()[0] == d.back(),
+                   "functional::linear: weight '", weight.name(), "' of shape ", DimsToString(weight.shape()),
+                   " must be [", d.back(), ", out_features] for input '", x.name(), "' ", DimsToString(d));
+  const int col_dims = static_cast<int>(d.size()) - 1;
+  LayerHelper helper("linear");
+  Variable out = helper.CreateTmp(x.dtype());
+  helper.Append(OpDesc("mul")
+                    .In("X", {x.name()})
+                    .In("Y", {weight.name()})
+                    .Out("Out", {out.name()})
+                    .Set("x_num_col_dims", col_dims)
+                    .Set("y_num_col_dims", 1));
+  if (!bias.valid()) return out;
+  Variable biased = helper.CreateTmp(x.dtype());
+  helper.Append(OpDesc("elementwise_add")
+                    .In("X", {out.name()})
+                    .In("Y", {bias.name()})
+                    .Out("Out", {biased.name()})
+                    .Set("axis", col_dims));
+  return biased;
+}
+
+Variable embedding(const Variable& ids, const Variable& weight, int64_t padding_idx, bool sparse) {
+  FLOTILLA_ENFORCE(ids.dtype() == DType::kInt64, "functional::embedding: ids '", ids.name(),
+                   "' must be int64, got ", DTypeName(ids.dtype()));
+  FLOTILLA_ENFORCE(weight.valid() && weight.shape().size() == 2, "functional::embedding: weight '",
+                   weight.name(), "' must be [vocabulary, dim], got ", DimsToString(weight.shape()));
+  FLOTILLA_ENFORCE(padding_idx >= -1 && padding_idx < weight.shape()[0], "functional::embedding: padding_idx ",
+                   padding_idx, " is outside [-1, ", weight.shape()[0], ")");
+  LayerHelper helper("embedding");
+  Variable out = helper.CreateTmp(weight.dtype());
+  helper.Append(OpDesc("lookup_table_v2")
+                    .In("W", {weight.name()})
+                    .In("Ids", {ids.name()})
+                    .Out("Out", {out.name()})
+                    .Set("is_sparse", sparse)
+                    .Set("is_distributed", false)
+                    .Set("padding_idx", padding_idx));
+  return out;
+}
+
 Variable one_hot(const Variable& x, int num_classes) {
   Variable out = layers::one_hot(x, num_classes);
   const Dims& d = x.shape();

@@ -48,6 +48,39 @@ TEST_F(NnFunctionalTest, Conv2dOverALayersParametersEqualsTheLayer) {
   EXPECT_EQ(MaxAbsDiff(out[0], out[1]), 0.0f);
 }
 
+// functional::linear over fc's parameters is fc; functional::embedding keeps
+// the ids' shape and looks up the same rows as layers::embedding.
+TEST_F(NnFunctionalTest, LinearEqualsFcAndEmbeddingKeepsTheIdsShape) {
+  ProgramGuard guard(main, startup);
+  auto x = layers::data("x", {2, 3});
+  auto fc = layers::fc(x, 4, 2, ParamAttr::Named("w"), ParamAttr::Named("b"));
+  auto lin = functional::linear(x, main.global_block().GetVariable("w"), main.global_block().GetVariable("b"));
+  auto no_bias = functional::linear(x, main.global_block().GetVariable("w"));
+  EXPECT_EQ(lin.shape(), (Dims{-1, 2, 4}));
+  auto ids = layers::data("ids", {2}, DType::kInt64);
+  auto table = layers::create_parameter({7, 3}, DType::kFloat32, ParamAttr::Named("t"));
+  auto emb = functional::embedding(ids, table, 6);
+  EXPECT_EQ(emb.shape(), (Dims{-1, 2, 3}));
+  EXPECT_THROW(functional::linear(x, table), InvalidArgument);
+  EXPECT_THROW(functional::embedding(x, table), InvalidArgument);
+  EXPECT_THROW(functional::embedding(ids, table, 7), InvalidArgument);
+  Executor exe;
+  Scope scope;
+  exe.Run(startup, {}, {}, &scope);
+  std::vector<float> xs(2 * 2 * 3);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(i) * 0.25f - 1.0f;
+  auto out = exe.Run(main, {{"x", Tensor::FromVector(xs, {2, 2, 3})},
+                            {"ids", Tensor::FromVector<int64_t>({1, 6, 6, 0}, {2, 2})}},
+                     {fc.name(), lin.name(), no_bias.name(), emb.name()}, &scope);
+  EXPECT_EQ(MaxAbsDiff(out[0], out[1]), 0.0f);
+  EXPECT_EQ(MaxAbsDiff(out[1], out[2]), 0.0f);  // b starts at 0
+  const Tensor& t = scope.FindVar("t")->GetTensor();
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(out[3].data<float>()[k], t.data<float>()[3 + k]);  // row 1
+    EXPECT_EQ(out[3].data<float>()[3 + k], 0.0f);               // padding row 6
+  }
+}
+
 TEST_F(NnFunctionalTest, ShapesAndErrors) {
   ProgramGuard guard(main, startup);
   auto x = layers::data("x", {4, 5, 5});

@@ -10,6 +10,7 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/io/checkpoint.h"
+#include "flotilla/io/paddle_tensors.h"
 
 namespace flotilla::io {
 
@@ -66,7 +67,111 @@ void ParseFeedFetch(const std::string& text, const std::string& path, const std:
                  "' is truncated: no fetch targets or model checksum");
 }
 
+constexpr uint32_t kFeedField = 101;
+constexpr uint32_t kFetchField = 102;
+
+void PutVarint(std::string& out, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  out.push_back(static_cast<char>(v));
+}
+
+uint64_t GetVarint(const std::string& s, size_t& i, const std::string& what) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64 && i < s.size(); shift += 7) {
+    auto byte = static_cast<uint8_t>(s[i++]);
+    v |= uint64_t{byte & 0x7fu} << shift;
+    if ((byte & 0x80) == 0) return v;
+  }
+  FLOTILLA_THROW(Corruption, what, " is not a valid serialised program (a number is cut short)");
+}
+
+std::string WithTargets(std::string model, const std::vector<std::string>& feeds,
+                        const std::vector<std::string>& fetches) {
+  for (auto [field, names] : {std::pair{kFeedField, &feeds}, std::pair{kFetchField, &fetches}}) {
+    for (const std::string& n : *names) {
+      PutVarint(model, (uint64_t{field} << 3) | 2);
+      PutVarint(model, n.size());
+      model += n;
+    }
+  }
+  return model;
+}
+
+// The feed and fetch names of model bytes (top-level fields 101 and 102).
+void ReadTargets(const std::string& model, const std::string& what, InferenceModel* out) {
+  for (size_t i = 0; i < model.size();) {
+    uint64_t key = GetVarint(model, i, what);
+    uint64_t n = 0;
+    switch (key & 7) {
+      case 0: GetVarint(model, i, what); continue;
+      case 1: n = 8; break;
+      case 5: n = 4; break;
+      case 2: n = GetVarint(model, i, what); break;
+      default: FLOTILLA_THROW(Corruption, what, " is not a valid serialised program (wire type ", key & 7, ")");
+    }
+    FLOTILLA_CHECK(n <= model.size() - i, Corruption, what, " is truncated");
+    if ((key & 7) == 2 && (key >> 3) == kFeedField) out->feed_names.push_back(model.substr(i, n));
+    if ((key & 7) == 2 && (key >> 3) == kFetchField) out->fetch_names.push_back(model.substr(i, n));
+    i += n;
+  }
+  FLOTILLA_CHECK(!out->fetch_names.empty(), Corruption, what,
+                 " names no fetch targets (not a model saved by save_inference_model)");
+}
+
+std::string ModelFile(const InferenceModelFiles& files) {
+  return files.model_filename.empty() ? kModelFileName : files.model_filename;
+}
+
+std::string InDir(const std::string& dir, const std::string& file, const char* what) {
+  FLOTILLA_ENFORCE(!file.empty() && file.find('/') == std::string::npos, "inference model '", dir, "': ", what,
+                   " '", file, "' must be a file name without a directory part");
+  return dir + "/" + file;
+}
+
+void SaveParams(const std::string& dir, const InferenceModelFiles& files, const std::vector<std::string>& names,
+                const Scope& scope) {
+  if (files.program_only) return;
+  if (files.params_filename.empty()) return SaveVarFiles(dir, names, scope);
+  SaveCombined(InDir(dir, files.params_filename, "params_filename"), names, scope);
+}
+
 }  // namespace
+
+Program NormalizeProgram(const Program& main, const std::vector<std::string>& feed_names,
+                         const std::vector<std::string>& fetch_names) {
+  FLOTILLA_ENFORCE(!fetch_names.empty(), "NormalizeProgram: no fetch targets given");
+  return PruneForInference(main, feed_names, fetch_names);
+}
+
+std::string SerializeInferenceProgram(const Program& main, const std::vector<std::string>& feed_names,
+                                      const std::vector<std::string>& fetch_names) {
+  return WithTargets(NormalizeProgram(main, feed_names, fetch_names).Serialize(), feed_names, fetch_names);
+}
+
+InferenceModel LoadInferenceModelFromMemory(const std::string& model, const std::string& params, Scope& scope) {
+  InferenceModel out;
+  ReadTargets(model, "the model bytes", &out);
+  out.program = Program::Parse(model, "the model bytes");
+  DeserializePaddleVars(params, PersistableNames(out.program), scope, "the parameter bytes", &out.program);
+  return out;
+}
+
+void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& feed_names,
+                        const std::vector<std::string>& fetch_names, const Executor& exe,
+                        const Program& main, const Scope& scope, const InferenceModelFiles& files) {
+  if (!files.paddle_layout()) return SaveInferenceModel(dir, feed_names, fetch_names, exe, main, scope);
+  const std::string model_path = InDir(dir, ModelFile(files), "model_filename");
+  MakeDirs(dir);
+  if (!files.export_for_deployment) {
+    SaveParams(dir, files, PersistableNames(main), scope);
+    WriteFileAtomic(model_path + ".main_program", main.Serialize());
+    return;
+  }
+  FLOTILLA_ENFORCE(!fetch_names.empty(), "SaveInferenceModel: no fetch targets given for '", dir, "'");
+  Program pruned = PruneForInference(main, feed_names, fetch_names);
+  SaveParams(dir, files, PersistableNames(pruned), scope);
+  WriteFileAtomic(model_path, WithTargets(pruned.Serialize(), feed_names, fetch_names));
+}
 
 void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& feed_names,
                         const std::vector<std::string>& fetch_names, const Executor& exe,
@@ -74,7 +179,7 @@ void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& 
   FLOTILLA_ENFORCE(!fetch_names.empty(), "SaveInferenceModel: no fetch targets given for '", dir,
                    "'");
   Program pruned = PruneForInference(main, feed_names, fetch_names);
-  const std::string model = pruned.Serialize();
+  const std::string model = WithTargets(pruned.Serialize(), feed_names, fetch_names);
   internal::CommitDirAtomic(dir, [&](const std::string& tmp) {
     internal::WriteTensors(tmp, PersistableNames(pruned), scope);
     WriteFileAtomic(tmp + "/" + kModelFileName, model);
@@ -83,16 +188,31 @@ void SaveInferenceModel(const std::string& dir, const std::vector<std::string>& 
 }
 
 InferenceModel LoadInferenceModel(const std::string& dir, Scope& scope) {
-  const std::string model_path = dir + "/" + kModelFileName;
+  return LoadInferenceModel(dir, scope, InferenceModelFiles{});
+}
+
+InferenceModel LoadInferenceModel(const std::string& dir, Scope& scope, const InferenceModelFiles& files) {
+  const std::string model_path = InDir(dir, ModelFile(files), "model_filename");
   const std::string names_path = dir + "/" + kFeedFetchFileName;
-  FLOTILLA_CHECK(FileExists(model_path), NotFound, "inference model '", dir, "' has no ",
-                 kModelFileName, " (", model_path, " is missing)");
+  FLOTILLA_CHECK(FileExists(model_path), NotFound, "inference model '", dir, "' has no ", ModelFile(files), " (",
+                 model_path, " is missing)");
   std::string model = ReadFileAtMost(model_path, kMaxModelBytes, "model file");
   InferenceModel out;
-  ParseFeedFetch(ReadFileAtMost(names_path, kMaxModelBytes, "feed/fetch file"), names_path, model,
-                 model_path, &out);
+  const bool default_model = files.model_filename.empty() || files.model_filename == kModelFileName;
+  if (default_model && FileExists(names_path)) {
+    // Flotilla's layout: the names file checks the model's checksum too.
+    ParseFeedFetch(ReadFileAtMost(names_path, kMaxModelBytes, "feed/fetch file"), names_path, model,
+                   model_path, &out);
+  } else {
+    ReadTargets(model, "model file '" + model_path + "'", &out);
+  }
   out.program = Program::Parse(model, "model file '" + model_path + "'");
-  LoadPersistables(dir, out.program, scope);
+  if (files.params_filename.empty()) {
+    LoadVarsFromDir(dir, PersistableNames(out.program), scope, &out.program);
+  } else {
+    LoadCombined(InDir(dir, files.params_filename, "params_filename"), PersistableNames(out.program), scope,
+                 &out.program);
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/io/checkpoint.h"
+#include "flotilla/io/paddle_tensors.h"
 #include "io/testing/inference_helper.h"
 #include "io/testing/temp_dir.h"
 
@@ -114,6 +115,52 @@ TEST_F(InferenceModelTest, BadNamesAndDamagedFilesAreReported) {
     EXPECT_NE(std::string(e.what()).find(kModelFileName), std::string::npos) << e.what();
   }
   EXPECT_THROW(LoadInferenceModel(tmp / "absent", fresh), NotFound);
+}
+
+}  // namespace
+}  // namespace flotilla::io
+
+namespace flotilla::io {
+namespace {
+
+// Paddle's layouts: combined parameters beside a named model file, one
+// Paddle file per variable, the unpruned program and program_only.
+TEST_F(InferenceModelTest, PaddleLayoutsRoundTripAndKeepOtherFiles) {
+  std::vector<float> expected = TrainingPrediction();
+  const std::string dir = tmp / "paddle";
+  MakeDirs(dir);
+  WriteFileAtomic(dir + "/other", "kept");
+  SaveInferenceModel(dir, {"x"}, {"pred"}, exe, main, scope, {"m.pdmodel", "m.pdiparams"});
+  SaveInferenceModel(dir, {"x"}, {"pred"}, exe, main, scope, {"split", ""});
+  EXPECT_TRUE(FileExists(dir + "/other") && FileExists(dir + "/m.pdiparams") && FileExists(dir + "/w") &&
+              FileExists(dir + "/b") && !FileExists(dir + "/split.feed_fetch"));
+  for (const InferenceModelFiles& files : {InferenceModelFiles{"m.pdmodel", "m.pdiparams"},
+                                           InferenceModelFiles{"split", ""}}) {
+    Scope fresh;
+    InferenceModel model = LoadInferenceModel(dir, fresh, files);
+    Executor other;
+    EXPECT_EQ(other.Run(model.program, {{"x", x}}, {"pred"}, &fresh)[0].ToVector<float>(), expected);
+  }
+  // The combined file is exactly w and b, sorted by name, in Paddle's format.
+  std::vector<Tensor> both = DecodePaddleTensors(ReadFileAtMost(dir + "/m.pdiparams", 1 << 20, "p"), 2, "p");
+  EXPECT_EQ(both[0].dims(), Dims({3}));
+  EXPECT_EQ(both[1].dims(), Dims({4, 3}));
+
+  SaveInferenceModel(dir, {}, {}, exe, main, scope, {"full", "", false, true});
+  EXPECT_TRUE(FileExists(dir + "/full.main_program"));
+  EXPECT_EQ(Program::Parse(ReadFileAtMost(dir + "/full.main_program", 1 << 20, "m")).global_block().op_size(), 3u);
+  EXPECT_THROW(SaveInferenceModel(dir, {"x"}, {"pred"}, exe, main, scope, {"a/b", ""}), InvalidArgument);
+  Scope fresh;
+  EXPECT_THROW(LoadInferenceModel(dir, fresh, {"m.pdmodel", "absent"}), NotFound);
+  // The model file names its targets: it loads from memory with its parameters.
+  Scope mem;
+  InferenceModel model = LoadInferenceModelFromMemory(ReadFileAtMost(dir + "/m.pdmodel", 1 << 20, "m"),
+                                                      ReadFileAtMost(dir + "/m.pdiparams", 1 << 20, "p"), mem);
+  EXPECT_EQ(model.feed_names, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(model.fetch_names, (std::vector<std::string>{"pred"}));
+  EXPECT_EQ(exe.Run(model.program, {{"x", x}}, {"pred"}, &mem)[0].ToVector<float>(), expected);
+  EXPECT_EQ(SerializeInferenceProgram(main, {"x"}, {"pred"}), ReadFileAtMost(dir + "/m.pdmodel", 1 << 20, "m"));
+  EXPECT_THROW(LoadInferenceModelFromMemory(main.Serialize(), "", mem), Corruption);
 }
 
 }  // namespace

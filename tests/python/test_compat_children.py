@@ -148,8 +148,8 @@ def test_missing_paddle_apis_name_themselves_when_subclassed_decorating_or_calle
     proc = run_python(["-m", "flotilla.paddle_compat", "missing.py"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout.splitlines()
-    assert out[0] == ("subclass -> subclassing paddle.nn.XYZ is not in Flotilla; nearest Flotilla API: none yet "
-                      "(see docs/python.md for what Flotilla offers)")
+    assert out[0] == ("subclass -> subclassing paddle.nn.XYZ is not in Flotilla; nearest Flotilla API: the layers "
+                      "of paddle.nn (Linear, Embedding, Conv2D, BatchNorm2D, ...) or paddle.static.nn")
     assert out[1] == ("decorator -> paddle.jit.to_static is not in Flotilla; nearest Flotilla API: a static program "
                       "saved with save_inference_model")
     assert out[2].startswith("decorator call -> paddle.no_grad_xyz is not in Flotilla; nearest Flotilla API: ")

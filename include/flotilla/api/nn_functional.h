@@ -47,6 +47,18 @@ Variable layer_norm(const Variable& x, const std::vector<int64_t>& normalized_sh
 Variable group_norm(const Variable& x, int num_groups, float epsilon = 1e-5f, const Variable& weight = {},
                     const Variable& bias = {});
 
+// x · weight (+ bias): weight [in, out] multiplies x's last dimension, the
+// leading ones are kept; bias [out] is added when valid. The ops are
+// layers::fc's (mul, elementwise_add), so the result is fc's bit for bit.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias = {});
+
+// Rows of weight [vocabulary, dim] for int64 ids of any shape: the output is
+// ids' shape + [dim] (Paddle 2.x's lookup_table_v2). sparse: the gradient is
+// a SelectedRows; padding_idx (-1: none, else in [0, vocabulary)) gives
+// zero rows and no gradient.
+Variable embedding(const Variable& ids, const Variable& weight, int64_t padding_idx = -1,
+                   bool sparse = false);
+
 // int64 ids of any shape -> float32 of that shape + [num_classes].
 Variable one_hot(const Variable& x, int num_classes);
 

@@ -17,7 +17,8 @@ from ..param_attr import ParamAttr  # noqa: F401
 from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda  # noqa: F401
 from ..strategies import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from ..distributed.transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
-from . import core, dataset, unique_name  # noqa: F401
+from ..static.io import load, load_program_state, save, set_program_state  # noqa: F401
+from . import compiler, core, dataset, unique_name  # noqa: F401
 from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401
 
 for _name, _module in (("layers", layers), ("optimizer", optimizer), ("initializer", initializer),
@@ -27,6 +28,7 @@ for _name, _module in (("layers", layers), ("optimizer", optimizer), ("initializ
 __all__ = ["layers", "optimizer", "initializer", "regularizer", "io", "core", "unique_name", "DataFeeder",
            "Executor", "Program", "Variable", "default_main_program", "default_startup_program",
            "global_scope", "name_scope", "program_guard", "scope_guard", "ParamAttr", "CPUPlace", "CUDAPlace",
-           "cpu_places", "cuda_places", "is_compiled_with_cuda", "BuildStrategy", "CompiledProgram",
+           "cpu_places", "cuda_places", "is_compiled_with_cuda", "BuildStrategy", "CompiledProgram", "compiler",
+           "save", "load", "load_program_state", "set_program_state",
            "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig", "dataset", "DatasetFactory",
            "InMemoryDataset", "QueueDataset"]

@@ -29,6 +29,19 @@ def softmax(x: Variable, axis: int = -1, dtype=None, name: Optional[str] = None)
     return _L.softmax(x, axis)
 
 
+def linear(x: Variable, weight: Variable, bias: Optional[Variable] = None, name: Optional[str] = None) -> Variable:
+    """``x · weight (+ bias)``: weight ``[in_features, out_features]``."""
+    return _core.functional.linear(x, weight, bias)
+
+
+def embedding(x: Variable, weight: Variable, padding_idx: Optional[int] = None, sparse: bool = False,
+              name: Optional[str] = None) -> Variable:
+    """Rows of ``weight`` for int64 ids ``x``: ``x.shape + [dim]``; rows
+    ``padding_idx`` (negative: from the end) are zeros."""
+    idx = -1 if padding_idx is None else (padding_idx if padding_idx >= 0 else weight.shape[0] + padding_idx)
+    return _core.functional.embedding(x, weight, int(idx), bool(sparse))
+
+
 def square_error_cost(input: Variable, label: Variable) -> Variable:
     """(input - label)^2 per element."""
     return _L.square_error_cost(input, label)

@@ -70,9 +70,10 @@ NEAREST: Dict[str, str] = {
     "paddle.Model": "an Executor loop (flotilla.Executor.run)",
     "paddle.jit": "a static program saved with save_inference_model",
     "paddle.fluid.dygraph": "static programs (fluid.layers, Executor)",
-    "paddle.nn.Layer": "functions of paddle.static.nn (fc, embedding) on static Variables",
-    "paddle.nn.Linear": "paddle.static.nn.fc",
-    "paddle.nn.Embedding": "paddle.static.nn.embedding",
+    "paddle.nn": "the layers of paddle.nn (Linear, Embedding, Conv2D, BatchNorm2D, ...) or paddle.static.nn",
+    "paddle.nn.initializer": "paddle.nn.initializer.Normal, Uniform, Constant, XavierUniform or XavierNormal",
+    "paddle.nn.functional": "the functions of paddle.nn.functional (relu, sigmoid, linear, embedding, "
+                            "cross_entropy, binary_cross_entropy_with_logits, conv2d, ...)",
     "paddle.fluid.layers.sequence_pool": "dense [batch, n] inputs with reduce_sum/reduce_mean",
     "paddle.fluid.ParallelExecutor": "fluid.Executor (one process per device)",
     "paddle.distributed.fleet.utils.ps_util.DistributedInfer": "fleet's trainer program cloned with "

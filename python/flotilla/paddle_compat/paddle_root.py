@@ -10,6 +10,8 @@ from ..place import CPUPlace, CUDAPlace, is_compiled_with_cuda  # noqa: F401
 from ..reader import batch  # noqa: F401
 from ..tensor import (add, cast, concat, divide, full, matmul, mean, multiply, reshape, scale,  # noqa: F401
                       subtract, sum)
+from ..nn.common import flatten  # noqa: F401
+from ..static.io import load_object as load, save_object as save  # noqa: F401
 from . import common_ops_import, utils  # noqa: F401
 
 __version__ = "2.0.0"  # the Paddle API level these scripts are served at

@@ -7,11 +7,13 @@ from .. import layers as _layers
 from ..executor import Executor  # noqa: F401
 from ..framework import (Program, Variable, default_main_program, default_startup_program,  # noqa: F401
                          global_scope, name_scope, program_guard, scope_guard)
-from ..io import load_inference_model_v2 as load_inference_model  # noqa: F401
-from ..io import save_inference_model_v2 as save_inference_model  # noqa: F401
 from ..param_attr import ParamAttr  # noqa: F401
 from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places  # noqa: F401
-from . import nn  # noqa: F401
+from ..strategies import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
+from . import io, nn  # noqa: F401
+from .io import (deserialize_persistables, deserialize_program, load, load_from_file,  # noqa: F401
+                 load_inference_model, load_program_state, normalize_program, save, save_inference_model,
+                 save_to_file, serialize_persistables, serialize_program, set_program_state)
 
 
 def data(name: str, shape: Sequence[Optional[int]], dtype="float32", lod_level: int = 0) -> Variable:
@@ -51,4 +53,7 @@ def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: in
 __all__ = ["data", "Executor", "Program", "Variable", "program_guard", "default_main_program",
            "default_startup_program", "global_scope", "scope_guard", "name_scope", "save_inference_model",
            "load_inference_model", "CPUPlace", "CUDAPlace", "cpu_places", "cuda_places", "ParamAttr", "nn",
-           "create_global_var", "create_parameter", "accuracy", "auc"]
+           "create_global_var", "create_parameter", "accuracy", "auc", "io", "normalize_program",
+           "serialize_program", "serialize_persistables", "deserialize_program", "deserialize_persistables",
+           "save_to_file", "load_from_file", "save", "load", "load_program_state", "set_program_state",
+           "BuildStrategy", "CompiledProgram", "ExecutionStrategy"]
