@@ -135,7 +135,8 @@ void RegisterActivation(OpRegistry& r) {
                   b.ForwardInputs({"X"});
                 }
                 return b.OutputGrads({"Out"}).InputGrads({"X"});
-              }});
+              },
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = grad_type,
               .infer_shape =
                   [](InferShapeContext& ctx) {
@@ -229,7 +230,8 @@ void RegisterParamActivation(OpRegistry& r) {
                 }
                 return b.OutputGrads({"Out"}).InputGrads({"X"});
               },
-              .default_attrs = F::Defaults()});
+              .default_attrs = F::Defaults(),
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = grad_type,
               .infer_shape =
                   [](InferShapeContext& ctx) {
@@ -278,12 +280,14 @@ void RegisterActivationOps() {
   RegisterParamActivation<HardSwish>(r);
   r.Register({.type = Sign::kName,
               .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
-              .kernels = {{Place::Kind::kCPU, ActivationKernel<Sign>}}});
+              .kernels = {{Place::Kind::kCPU, ActivationKernel<Sign>}},
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = "scale",
               .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
               .kernels = {{Place::Kind::kCPU, ScaleKernel}},
               .grad_maker = ScaleGrad,
-              .default_attrs = {{"scale", 1.0f}, {"bias", 0.0f}, {"bias_after_scale", true}}});
+              .default_attrs = {{"scale", 1.0f}, {"bias", 0.0f}, {"bias_after_scale", true}},
+              .share_lod = {{"X", "Out"}}});
 }
 
 }  // namespace flotilla::ops

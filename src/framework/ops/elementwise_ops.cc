@@ -246,7 +246,8 @@ void RegisterElementwise(OpRegistry& r) {
                 return GradOpBuilder(fwd, grad_type).ForwardInputs({"X", "Y"})
                     .OutputGrads({"Out"}).InputGrads({"X", "Y"});
               },
-              .default_attrs = {{"axis", int32_t{-1}}}});
+              .default_attrs = {{"axis", int32_t{-1}}},
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = grad_type,
               .infer_shape = InferGradShapeLikeForward,
               .kernels = {{Place::Kind::kCPU, GradKernel<F>}}});

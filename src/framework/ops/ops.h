@@ -23,5 +23,7 @@ void RegisterNormOps();         // layer_norm, group_norm
 void RegisterDropoutOps();      // dropout
 void RegisterLayoutOps();       // flatten, transpose, pad2d, nearest/bilinear_interp
 void RegisterLabelOps();        // one_hot, label_smooth
+void RegisterSequenceOps();     // sequence_pool, _softmax, _reverse, _expand, _expand_as
+void RegisterSequencePadOps();  // sequence_pad, _unpad, _mask, _enumerate
 
 }  // namespace flotilla::ops

@@ -29,6 +29,8 @@ GradCheckRegistry AllCases() {
   AddDropoutGradChecks(registry);
   AddLayoutGradChecks(registry);
   AddLabelGradChecks(registry);
+  AddSequenceGradChecks(registry);
+  AddSequencePadGradChecks(registry);
   return registry;
 }
 

@@ -27,6 +27,8 @@ void RegisterAllOps() {
     ops::RegisterDropoutOps();
     ops::RegisterLayoutOps();
     ops::RegisterLabelOps();
+    ops::RegisterSequenceOps();
+    ops::RegisterSequencePadOps();
   });
 }
 

@@ -72,5 +72,7 @@ void AddNormGradChecks(GradCheckRegistry& registry);
 void AddDropoutGradChecks(GradCheckRegistry& registry);
 void AddLayoutGradChecks(GradCheckRegistry& registry);
 void AddLabelGradChecks(GradCheckRegistry& registry);
+void AddSequenceGradChecks(GradCheckRegistry& registry);
+void AddSequencePadGradChecks(GradCheckRegistry& registry);
 
 }  // namespace flotilla::testing
