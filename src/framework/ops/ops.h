@@ -25,5 +25,6 @@ void RegisterLayoutOps();       // flatten, transpose, pad2d, nearest/bilinear_i
 void RegisterLabelOps();        // one_hot, label_smooth
 void RegisterSequenceOps();     // sequence_pool, _softmax, _reverse, _expand, _expand_as
 void RegisterSequencePadOps();  // sequence_pad, _unpad, _mask, _enumerate
+void RegisterSequenceConvOps(); // sequence_conv, _concat, _reshape, _slice
 
 }  // namespace flotilla::ops

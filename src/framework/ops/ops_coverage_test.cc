@@ -31,6 +31,7 @@ GradCheckRegistry AllCases() {
   AddLabelGradChecks(registry);
   AddSequenceGradChecks(registry);
   AddSequencePadGradChecks(registry);
+  AddSequenceConvGradChecks(registry);
   return registry;
 }
 

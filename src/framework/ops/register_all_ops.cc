@@ -29,6 +29,7 @@ void RegisterAllOps() {
     ops::RegisterLabelOps();
     ops::RegisterSequenceOps();
     ops::RegisterSequencePadOps();
+    ops::RegisterSequenceConvOps();
   });
 }
 

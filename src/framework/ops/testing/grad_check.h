@@ -74,5 +74,6 @@ void AddLayoutGradChecks(GradCheckRegistry& registry);
 void AddLabelGradChecks(GradCheckRegistry& registry);
 void AddSequenceGradChecks(GradCheckRegistry& registry);
 void AddSequencePadGradChecks(GradCheckRegistry& registry);
+void AddSequenceConvGradChecks(GradCheckRegistry& registry);
 
 }  // namespace flotilla::testing
