@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "api/layer_helper.h"
+#include "api/nn_ops.h"
+#include "flotilla/api/initializer.h"
 
 namespace flotilla::layers {
 
@@ -87,6 +89,56 @@ Variable sequence_reverse(const Variable& x) { return SequenceOp("sequence_rever
 Variable sequence_enumerate(const Variable& input, int win_size, int pad_value) {
   return SequenceOp("sequence_enumerate", input, {}, "Out", {{"win_size", win_size}, {"pad_value", pad_value}},
                     input.dtype());
+}
+
+Variable sequence_conv(const Variable& input, int64_t num_filters, int filter_size, std::optional<int> padding_start,
+                       const ParamAttr& param_attr, const ParamAttr& bias_attr, const std::string& act) {
+  FLOTILLA_ENFORCE(input.shape().size() == 2 && input.shape()[1] > 0, "layers::sequence_conv: input '",
+                   input.name(), "' must be [N, D] with D known, got ", DimsToString(input.shape()));
+  FLOTILLA_ENFORCE(num_filters > 0 && filter_size > 0, "layers::sequence_conv: num_filters and filter_size "
+                   "must be positive, got ", num_filters, " and ", filter_size);
+  LayerHelper helper("sequence_conv");
+  Variable filter = helper.CreateParameter(param_attr, {filter_size * input.shape()[1], num_filters},
+                                           input.dtype(), false, std::make_shared<initializer::Xavier>());
+  Variable out = helper.CreateTmp(input.dtype());
+  helper.Append(OpDesc("sequence_conv")
+                    .In("X", {input.name()})
+                    .In("Filter", {filter.name()})
+                    .Out("Out", {out.name()})
+                    .Set("contextLength", filter_size)
+                    .Set("contextStart", padding_start.value_or(-(filter_size / 2)))
+                    .Set("contextStride", 1));
+  if (bias_attr.enabled) {
+    Variable b = helper.CreateParameter(bias_attr, {num_filters}, input.dtype(), true,
+                                        std::make_shared<initializer::Constant>(0.0));
+    out = internal::AddChannelBias(helper, out, b);
+  }
+  return helper.Activate(out, act);
+}
+
+Variable sequence_concat(const std::vector<Variable>& input) {
+  FLOTILLA_ENFORCE(!input.empty(), "layers::sequence_concat needs at least one input");
+  std::vector<std::string> names;
+  for (const Variable& v : input) names.push_back(v.name());
+  LayerHelper helper("sequence_concat");
+  Variable out = helper.CreateTmp(input[0].dtype());
+  helper.Append(OpDesc("sequence_concat").In("X", names).Out("Out", {out.name()}));
+  return out;
+}
+
+Variable sequence_reshape(const Variable& input, int new_dim) {
+  return SequenceOp("sequence_reshape", input, {}, "Out", {{"new_dim", new_dim}}, input.dtype());
+}
+
+Variable sequence_slice(const Variable& input, const Variable& offset, const Variable& length) {
+  LayerHelper helper("sequence_slice");
+  Variable out = helper.CreateTmp(input.dtype());
+  helper.Append(OpDesc("sequence_slice")
+                    .In("X", {input.name()})
+                    .In("Offset", {offset.name()})
+                    .In("Length", {length.name()})
+                    .Out("Out", {out.name()}));
+  return out;
 }
 
 }  // namespace flotilla::layers

@@ -10,8 +10,11 @@
 // naming the op when an input has none or they do not match its rows.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "flotilla/api/param_attr.h"
 #include "flotilla/framework/program.h"
 
 namespace flotilla::layers {
@@ -45,5 +48,19 @@ Variable sequence_mask(const Variable& x, int maxlen = -1, DType dtype = DType::
 Variable sequence_reverse(const Variable& x);
 // [N, win_size] windows of the ids of each sequence, padded with pad_value.
 Variable sequence_enumerate(const Variable& input, int win_size, int pad_value = 0);
+
+// Convolution along each sequence of a [N, D] input: step r sees steps
+// r + padding_start ... r + padding_start + filter_size - 1 of its own
+// sequence (zeros beyond it); [N, num_filters], plus a bias and act.
+// padding_start defaults to Paddle's -(filter_size / 2).
+Variable sequence_conv(const Variable& input, int64_t num_filters, int filter_size = 3,
+                       std::optional<int> padding_start = std::nullopt, const ParamAttr& param_attr = {},
+                       const ParamAttr& bias_attr = {}, const std::string& act = "");
+// Sequence i of the output = sequence i of every input, in order.
+Variable sequence_concat(const std::vector<Variable>& input);
+// Each sequence's rows regrouped into rows of new_dim values.
+Variable sequence_reshape(const Variable& input, int new_dim);
+// Steps [offset[i], offset[i] + length[i]) of sequence i (int64 [S, 1] each).
+Variable sequence_slice(const Variable& input, const Variable& offset, const Variable& length);
 
 }  // namespace flotilla::layers

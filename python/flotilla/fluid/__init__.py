@@ -11,6 +11,8 @@ from .. import initializer, io, layers, optimizer, regularizer  # noqa: F401
 from .._alias import alias as _alias
 from ..data_feeder import DataFeeder  # noqa: F401
 from ..executor import Executor  # noqa: F401
+from ..lod_tensor import create_lod_tensor, create_random_int_lodtensor  # noqa: F401
+from ..static import data  # noqa: F401
 from ..framework import (Program, Variable, default_main_program, default_startup_program,  # noqa: F401
                          global_scope, name_scope, program_guard, scope_guard)
 from ..param_attr import ParamAttr  # noqa: F401
@@ -18,6 +20,7 @@ from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_wi
 from ..strategies import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from ..distributed.transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
 from . import core, unique_name  # noqa: F401
+from .core import LoDTensor  # noqa: F401
 
 for _name, _module in (("layers", layers), ("optimizer", optimizer), ("initializer", initializer),
                        ("regularizer", regularizer), ("io", io)):
@@ -27,4 +30,5 @@ __all__ = ["layers", "optimizer", "initializer", "regularizer", "io", "core", "u
            "Executor", "Program", "Variable", "default_main_program", "default_startup_program",
            "global_scope", "name_scope", "program_guard", "scope_guard", "ParamAttr", "CPUPlace", "CUDAPlace",
            "cpu_places", "cuda_places", "is_compiled_with_cuda", "BuildStrategy", "CompiledProgram",
-           "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig"]
+           "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig", "create_lod_tensor",
+           "create_random_int_lodtensor", "LoDTensor", "data"]

@@ -38,6 +38,7 @@ _MODULES: Dict[str, str] = {
     "paddle.common_ops_import": "flotilla.paddle_compat.common_ops_import",
     "paddle.static": "flotilla.static",
     "paddle.static.nn": "flotilla.static.nn",
+    "paddle.static.nn.sequence_lod": "flotilla.sequence_lod",
     "paddle.optimizer": "flotilla.optimizer",
     "paddle.nn": "flotilla.nn",
     "paddle.nn.functional": "flotilla.nn.functional",
