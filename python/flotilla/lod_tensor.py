@@ -13,6 +13,12 @@ import numpy as np
 from . import _core
 
 
+class LoDMismatchError(ValueError, AssertionError):
+    """A list of sequences whose lengths differ from the given
+    recursive_seq_lens. Also an AssertionError: Paddle asserts there, and its
+    scripts catch that."""
+
+
 def create_lod_tensor(data: Any, recursive_seq_lens: Sequence[Sequence[int]], place: Any = None) -> "_core.Tensor":
     """A LoDTensor holding ``data`` (a NumPy array, a LoDTensor, or a list of
     sequences) with sequence lengths ``recursive_seq_lens`` (outermost level
@@ -24,7 +30,7 @@ def create_lod_tensor(data: Any, recursive_seq_lens: Sequence[Sequence[int]], pl
         data = np.array(data)
     elif isinstance(data, list):
         if [[len(seq) for seq in data]] != lengths:
-            raise ValueError(f"create_lod_tensor: the sequences' lengths {[len(seq) for seq in data]} "
+            raise LoDMismatchError(f"create_lod_tensor: the sequences' lengths {[len(seq) for seq in data]} "
                              f"do not match recursive_seq_lens {lengths}")
         flat = [step for seq in data for step in seq]
         data = np.array(flat) if flat else np.zeros([0], dtype="int64")
@@ -47,4 +53,4 @@ def create_random_int_lodtensor(recursive_seq_lens: Sequence[Sequence[int]], bas
     return create_lod_tensor(data, recursive_seq_lens, place)
 
 
-__all__ = ["create_lod_tensor", "create_random_int_lodtensor"]
+__all__ = ["create_lod_tensor", "create_random_int_lodtensor", "LoDMismatchError"]

@@ -46,10 +46,24 @@ def test_create_lod_tensor_from_list_array_and_tensor():
     assert b.lod() == [[0, 2, 3]] and np.array_equal(np.array(b), np.array(a))
     two = fluid.create_lod_tensor(np.zeros([4, 1], "int64"), [[1, 2], [1, 0, 3]], fluid.CPUPlace())
     assert two.lod() == [[0, 1, 3], [0, 1, 1, 4]]
-    with pytest.raises(ValueError, match="do not match"):
-        fluid.create_lod_tensor([[1, 2], [3]], [[1, 2]], fluid.CPUPlace())
+    for error in (ValueError, AssertionError):  # Paddle asserts; scripts catch AssertionError
+        with pytest.raises(error, match="do not match"):
+            fluid.create_lod_tensor([[1, 2], [3]], [[1, 2]], fluid.CPUPlace())
     with pytest.raises(errors.InvalidArgumentError, match="invalid LoD"):
         fluid.create_lod_tensor(np.zeros([3, 1], "int64"), [[1, 1]], fluid.CPUPlace())
+
+
+def test_lengths_on_an_empty_tensor_are_checked_once_it_has_rows():
+    t = fluid.LoDTensor()
+    t.set_recursive_sequence_lengths([[1, 2, 3]])  # no rows yet: only the levels are checked
+    assert t.recursive_sequence_lengths() == [[1, 2, 3]]
+    for bad in ([[], [1], [3]], [[0], [2], [3]]):
+        with pytest.raises(errors.InvalidArgumentError):
+            t.set_recursive_sequence_lengths(bad)
+    t.set(np.zeros([6, 1]), fluid.CPUPlace())
+    assert t.has_valid_recursive_sequence_lengths()
+    t.set(np.zeros([9, 1]), fluid.CPUPlace())
+    assert not t.has_valid_recursive_sequence_lengths()
 
 
 def test_lod_tensor_setters_keep_offsets_across_set():
