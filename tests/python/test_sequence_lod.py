@@ -9,6 +9,8 @@ import pytest
 import flotilla
 from flotilla import errors, fluid
 
+from conftest import run_python
+
 LENGTHS = [3, 0, 1, 10000, 2]
 
 
@@ -259,3 +261,31 @@ def test_bag_of_ids_ctr_model_trains_on_lod_ids(programs):
     losses = [float(exe.run(feed=feeder.feed(batch()), fetch_list=[loss])[0][0]) for _ in range(150)]
     first, last = np.mean(losses[:15]), np.mean(losses[-15:])
     assert last < 0.5 * first, (first, last)
+
+
+PADDLE_SCRIPT = """
+import numpy as np
+import paddle
+import paddle.fluid as fluid
+from paddle.fluid.lod_tensor import create_lod_tensor
+from paddle.static.nn import sequence_lod
+
+paddle.enable_static()
+ids = paddle.static.data(name="ids", shape=[None, 1], dtype="int64", lod_level=1)
+emb = paddle.static.nn.embedding(ids, size=[10, 2], param_attr=fluid.ParamAttr(
+    initializer=fluid.initializer.Constant(1.0)))
+pooled = sequence_lod.sequence_pool(emb, pool_type="sum")
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(fluid.default_startup_program())
+t = create_lod_tensor(np.array([[1], [2], [3]], dtype="int64"), [[2, 0, 1]], fluid.CPUPlace())
+out, = exe.run(feed={"ids": t}, fetch_list=[pooled])
+print(out.tolist())
+"""
+
+
+def test_paddle_names_under_the_compat_switch(tmp_path):
+    script = tmp_path / "seq.py"
+    script.write_text(PADDLE_SCRIPT)
+    proc = run_python(["-m", "flotilla.paddle_compat", str(script)])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]]"

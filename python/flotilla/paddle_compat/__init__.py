@@ -28,6 +28,7 @@ _MODULES: Dict[str, str] = {
     "paddle.fluid": "flotilla.fluid",
     "paddle.fluid.layers": "flotilla.layers",
     "paddle.fluid.core": "flotilla.fluid.core",
+    "paddle.fluid.lod_tensor": "flotilla.lod_tensor",
     "paddle.fluid.framework": "flotilla.framework",
     "paddle.fluid.executor": "flotilla.executor",
     "paddle.fluid.transpiler": "flotilla.distributed.transpiler",
