@@ -289,3 +289,25 @@ def test_paddle_names_under_the_compat_switch(tmp_path):
     proc = run_python(["-m", "flotilla.paddle_compat", str(script)])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]]"
+
+
+def test_dataloader_feeds_variable_length_slots(programs):
+    """Paddle's CTR scripts read their slots through DataLoader.from_generator."""
+    ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    lengths = fluid.layers.sequence_pool(fluid.layers.cast(ids, "float32"), pool_type="sum")
+    loader = fluid.io.DataLoader.from_generator(feed_list=[ids, label], capacity=4, iterable=False)
+
+    def samples():
+        for n in [2, 0, 3, 1]:
+            yield list(range(1, n + 1)), [n % 2]
+    loader.set_sample_generator(samples, batch_size=2)
+    exe = _exe()
+    loader.start()
+    got = []
+    try:
+        while True:
+            got.append(exe.run(fluid.default_main_program(), fetch_list=[lengths])[0].reshape(-1).tolist())
+    except fluid.core.EOFException:
+        loader.reset()
+    assert got == [[3.0, 0.0], [6.0, 1.0]]
