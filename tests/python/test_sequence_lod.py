@@ -333,3 +333,13 @@ def test_parameter_server_sparse_tables_take_lod_ids(tmp_path, mode):
     losses = [float(x) for x in re.findall(r"^STEP \d+ ([-\d.e]+)$", text, re.M)]
     assert len(losses) == 100, text[-2000:]
     assert np.mean(losses[-50:]) < 0.8 * np.mean(losses[:10]), losses
+
+
+def test_nets_sequence_conv_pool(programs):
+    x = fluid.data(name="x", shape=[-1, 2], dtype="float32", lod_level=1)
+    out = fluid.nets.sequence_conv_pool(x, num_filters=4, filter_size=3, act="tanh", pool_type="max")
+    exe = _exe()
+    exe.run(fluid.default_startup_program())
+    _, t = _ragged(width=2, lengths=[3, 1, 5])
+    got, = _run({"x": t}, [out])
+    assert np.array(got).shape == (3, 4) and np.all(np.abs(np.array(got)) < 1)
