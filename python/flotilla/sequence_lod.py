@@ -129,6 +129,21 @@ def sequence_slice(input: Variable, offset: Variable, length: Variable, name: Op
     return _L.sequence_slice(input, offset, length)
 
 
-__all__ = ["sequence_conv", "sequence_concat", "sequence_reshape", "sequence_slice", "sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax", "sequence_expand",
+def lod_reset(x: Variable, y: Optional[Variable] = None, target_lod=None) -> Variable:
+    """``x``'s data with new offsets: ``y``'s LoD (or ``y``'s values read as
+    offsets), else ``target_lod`` (one level of offsets)."""
+    if y is None and not target_lod:
+        raise ValueError("lod_reset: give y or target_lod")
+    return _L.lod_reset(x, y, [int(v) for v in (target_lod or [])])
+
+
+def lod_append(x: Variable, level) -> Variable:
+    """``x``'s data with ``level`` (a list of offsets) added below its own levels."""
+    if isinstance(level, Variable):
+        raise NotImplementedError("lod_append(level=Variable) is not in Flotilla yet; pass a list of offsets")
+    return _L.lod_append(x, [int(v) for v in level])
+
+
+__all__ = ["lod_reset", "lod_append", "sequence_conv", "sequence_concat", "sequence_reshape", "sequence_slice", "sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax", "sequence_expand",
            "sequence_expand_as", "sequence_pad", "sequence_unpad", "sequence_mask", "sequence_reverse",
            "sequence_enumerate"]

@@ -35,6 +35,12 @@ void BindSequenceLayers(py::module_& m) {
   m.def("sequence_concat", &layers::sequence_concat, py::arg("input"));
   m.def("sequence_reshape", &layers::sequence_reshape, py::arg("input"), py::arg("new_dim"));
   m.def("sequence_slice", &layers::sequence_slice, py::arg("input"), py::arg("offset"), py::arg("length"));
+  m.def("lod_reset",
+        [](const Variable& x, const py::object& y, const std::vector<int32_t>& target_lod) {
+          return layers::lod_reset(x, y.is_none() ? Variable() : y.cast<Variable>(), target_lod);
+        },
+        py::arg("x"), py::arg("y") = py::none(), py::arg("target_lod") = std::vector<int32_t>{});
+  m.def("lod_append", &layers::lod_append, py::arg("x"), py::arg("level"));
 }
 
 }  // namespace flotilla::python

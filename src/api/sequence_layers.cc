@@ -141,4 +141,23 @@ Variable sequence_slice(const Variable& input, const Variable& offset, const Var
   return out;
 }
 
+Variable lod_reset(const Variable& x, const Variable& y, const std::vector<int32_t>& target_lod) {
+  FLOTILLA_ENFORCE(y.valid() || !target_lod.empty(), "layers::lod_reset('", x.name(),
+                   "'): give y or target_lod");
+  LayerHelper helper("lod_reset");
+  Variable out = helper.CreateTmp(x.dtype());
+  OpDesc op("lod_reset");
+  op.In("X", {x.name()}).Out("Out", {out.name()}).Set("target_lod", target_lod);
+  if (y.valid()) op.In("Y", {y.name()});
+  helper.Append(std::move(op));
+  return out;
+}
+
+Variable lod_append(const Variable& x, const std::vector<int32_t>& level) {
+  LayerHelper helper("lod_append");
+  Variable out = helper.CreateTmp(x.dtype());
+  helper.Append(OpDesc("lod_reset").In("X", {x.name()}).Out("Out", {out.name()}).Set("target_lod", level).Set("append", true));
+  return out;
+}
+
 }  // namespace flotilla::layers

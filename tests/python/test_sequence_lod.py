@@ -343,3 +343,20 @@ def test_nets_sequence_conv_pool(programs):
     _, t = _ragged(width=2, lengths=[3, 1, 5])
     got, = _run({"x": t}, [out])
     assert np.array(got).shape == (3, 4) and np.all(np.abs(np.array(got)) < 1)
+
+
+def test_lod_reset_and_append(programs):
+    x = fluid.data(name="x", shape=[-1, 1], dtype="float32", lod_level=1)
+    y = fluid.data(name="y", shape=[-1, 1], dtype="float32", lod_level=1)
+    by_attr = fluid.layers.lod_reset(x, target_lod=[0, 2, 5])
+    by_y = fluid.layers.lod_reset(x, y)
+    flat = fluid.data(name="flat", shape=[-1, 1], dtype="float32")
+    appended = fluid.layers.lod_append(flat, [0, 3, 5])
+    pooled = fluid.layers.sequence_pool(by_attr, "sum")
+    data = np.arange(5, dtype="float32").reshape(5, 1)
+    xt = fluid.create_lod_tensor(data, [[5]], fluid.CPUPlace())
+    yt = fluid.create_lod_tensor(data, [[1, 0, 4]], fluid.CPUPlace())
+    a, b, c, p = _run({"x": xt, "y": yt, "flat": data}, [by_attr, by_y, appended, pooled])
+    assert a.lod() == [[0, 2, 5]] and b.lod() == [[0, 1, 1, 5]] and c.lod() == [[0, 3, 5]]
+    np.testing.assert_array_equal(np.array(a), data)
+    np.testing.assert_array_equal(np.array(p).reshape(-1), [1, 9])

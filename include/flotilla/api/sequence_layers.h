@@ -63,4 +63,10 @@ Variable sequence_reshape(const Variable& input, int new_dim);
 // Steps [offset[i], offset[i] + length[i]) of sequence i (int64 [S, 1] each).
 Variable sequence_slice(const Variable& input, const Variable& offset, const Variable& length);
 
+// x's data with new offsets: y's offsets (or y's int values read as
+// offsets) when y is valid, else target_lod (one level of offsets).
+Variable lod_reset(const Variable& x, const Variable& y, const std::vector<int32_t>& target_lod = {});
+// x's data with `level` (offsets) added below its own levels.
+Variable lod_append(const Variable& x, const std::vector<int32_t>& level);
+
 }  // namespace flotilla::layers

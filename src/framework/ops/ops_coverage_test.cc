@@ -32,6 +32,7 @@ GradCheckRegistry AllCases() {
   AddSequenceGradChecks(registry);
   AddSequencePadGradChecks(registry);
   AddSequenceConvGradChecks(registry);
+  AddLoDGradChecks(registry);
   return registry;
 }
 

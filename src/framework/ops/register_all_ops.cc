@@ -30,6 +30,7 @@ void RegisterAllOps() {
     ops::RegisterSequenceOps();
     ops::RegisterSequencePadOps();
     ops::RegisterSequenceConvOps();
+    ops::RegisterLoDOps();
   });
 }
 

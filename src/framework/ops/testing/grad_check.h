@@ -75,5 +75,6 @@ void AddLabelGradChecks(GradCheckRegistry& registry);
 void AddSequenceGradChecks(GradCheckRegistry& registry);
 void AddSequencePadGradChecks(GradCheckRegistry& registry);
 void AddSequenceConvGradChecks(GradCheckRegistry& registry);
+void AddLoDGradChecks(GradCheckRegistry& registry);
 
 }  // namespace flotilla::testing
