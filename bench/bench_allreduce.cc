@@ -21,10 +21,8 @@
 // collective_bounds.h); then comparison lines in DESIGN.md's shape.
 //
 // Each implementation runs as separate processes (never threads); rank 0's
-// lines are relayed. Internal: --worker runs one Flotilla rank.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
+// lines are relayed. Internal: --worker runs one Flotilla rank,
+// --copy-worker one process of the copy bandwidth measurement.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -43,6 +41,7 @@
 #include "copy_bandwidth.h"
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/testing/process.h"
 
 namespace fs = std::filesystem;
 using flotilla::bench::WorkerArgs;
@@ -51,10 +50,11 @@ using nlohmann::json;
 namespace {
 
 struct Args {
-  bool worker = false, netns = false, phases = false;
+  bool worker = false, copy_worker = false, netns = false, phases = false;
   int passes = 3;
   std::vector<std::string> impls{"shm", "gloo", "gloo_raw", "mpi"};
   WorkerArgs w;
+  flotilla::bench::CopyWorkerArgs copy;
 };
 
 Args Parse(int argc, char** argv) {
@@ -64,6 +64,11 @@ Args Parse(int argc, char** argv) {
     std::string f = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
     if (f == "--worker") a.worker = true;
+    else if (f == "--copy-worker") a.copy_worker = true;
+    else if (f == "--copy-bytes") a.copy.bytes = strtoull(next().c_str(), nullptr, 10);
+    else if (f == "--copy-core") a.copy.core = atoi(next().c_str());
+    else if (f == "--go-fd") a.copy.go_fd = atoi(next().c_str());
+    else if (f == "--ready-fd") a.copy.ready_fd = atoi(next().c_str());
     else if (f == "--netns") a.netns = true;
     else if (f == "--phases") a.phases = a.w.phases = true;
     else if (f == "--host-store") a.w.host_store = true;
@@ -85,54 +90,15 @@ Args Parse(int argc, char** argv) {
 
 // ---- process plumbing ----
 
-struct Child {
-  pid_t pid = -1;
-  int out = -1;  // read end of its stdout, or -1
-};
-
-Child Spawn(const std::vector<std::string>& argv, bool capture) {
-  int fds[2] = {-1, -1};
-  if (capture && pipe(fds) != 0) return {};
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (capture) dup2(fds[1], 1);
-    else dup2(open("/dev/null", O_WRONLY), 1);
-    if (capture) close(fds[0]);
-    std::vector<char*> args;
-    for (const auto& s : argv) args.push_back(const_cast<char*>(s.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  if (capture) close(fds[1]);
-  return {pid, capture ? fds[0] : -1};
-}
-
-std::string ReadAll(int fd) {
-  std::string s;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) s.append(buf, n);
-  close(fd);
-  return s;
-}
-
-// Waits for every child; any still running after `limit` is killed by pid.
-bool WaitAll(const std::vector<Child>& kids, std::chrono::seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
+// Waits for every process; any still running after `limit` fails the run
+// (it is killed when its Process goes).
+bool WaitAll(std::vector<flotilla::testing::Process>& kids, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   bool ok = true;
-  for (const auto& k : kids) {
-    int status = 0;
-    while (waitpid(k.pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(k.pid, SIGKILL);
-        waitpid(k.pid, &status, 0);
-        ok = false;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  for (auto& k : kids) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    ok &= k.Wait(std::max(left, std::chrono::milliseconds(0))) == 0;
   }
   return ok;
 }
@@ -149,10 +115,19 @@ using Runs = std::map<std::string, std::map<std::string, std::map<size_t, std::v
 // echoes other lines, e.g. phases). A failure is reported as a JSON note.
 void RunImpl(const std::string& impl, const std::vector<std::vector<std::string>>& procs,
              Runs& runs) {
-  std::vector<Child> kids;
-  for (size_t i = 0; i < procs.size(); ++i) kids.push_back(Spawn(procs[i], i == 0));
-  std::string out = kids[0].out >= 0 ? ReadAll(kids[0].out) : "";
+  std::vector<flotilla::testing::Process> kids;
+  try {
+    for (size_t i = 0; i < procs.size(); ++i) {
+      flotilla::testing::ProcessOptions o{procs[i]};
+      o.stdout_to = i == 0 ? flotilla::testing::Output::kCapture : flotilla::testing::Output::kDiscard;
+      kids.emplace_back(std::move(o));
+    }
+  } catch (const flotilla::Error& e) {
+    std::cout << json{{"bench", "allreduce"}, {"impl", impl}, {"error", e.what()}}.dump() << std::endl;
+    return;
+  }
   bool ok = WaitAll(kids, std::chrono::seconds(900));
+  const std::string out = kids[0].Stdout();
   for (const auto& line : flotilla::Split(out, '\n')) {
     try {
       auto j = json::parse(line);
@@ -368,7 +343,7 @@ int Driver(const Args& a) {
     RunPass(a, pass, runs);
     for (size_t bytes : flotilla::bench::AllreduceSizes()) {
       if (bytes < a.w.min_bytes || bytes > a.w.max_bytes) continue;
-      copies[bytes].push_back(flotilla::bench::MeasureCopy(bytes, 2));
+      copies[bytes].push_back(flotilla::bench::MeasureCopy(SelfPath(), bytes, 2));
     }
   }
   if (Wants(a, "mpi") && !OnPath("mpirun")) {
@@ -463,6 +438,7 @@ int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
   try {
     if (a.worker) return flotilla::bench::RunWorker(a.w);
+    if (a.copy_worker) return flotilla::bench::RunCopyWorker(a.copy);
     if (a.netns) return Netns(a);
     return Driver(a);
   } catch (const std::exception& e) {

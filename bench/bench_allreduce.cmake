@@ -2,7 +2,8 @@
 find_package(nlohmann_json REQUIRED)
 find_package(Gloo REQUIRED)
 add_executable(bench_allreduce bench_allreduce.cc allreduce_worker.cc)
-target_link_libraries(bench_allreduce PRIVATE flotilla_comm nlohmann_json::nlohmann_json)
+target_link_libraries(bench_allreduce PRIVATE flotilla_comm flotilla_testing_process
+                      nlohmann_json::nlohmann_json)
 
 add_executable(gloo_allreduce baselines/gloo_allreduce.cc)
 target_link_libraries(gloo_allreduce PRIVATE gloo Threads::Threads)

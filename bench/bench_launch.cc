@@ -9,9 +9,6 @@
 // launcher, not available here, polls its children every 3 s).
 // Usage: bench_launch [--build DIR] [--repeat N]
 #include <dirent.h>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-extern char** environ;
+#include "flotilla/testing/process.h"
 
 namespace {
 
@@ -52,24 +49,16 @@ size_t CountFiles(const std::string& dir, const std::string& prefix) {
   return n;
 }
 
-pid_t Spawn(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
+// Starts a launcher with its output discarded.
+flotilla::testing::Process Spawn(std::vector<std::string> args) {
+  flotilla::testing::ProcessOptions o{std::move(args)};
+  o.stdout_to = o.stderr_to = flotilla::testing::Output::kDiscard;
+  return flotilla::testing::Process(std::move(o));
 }
 
-int WaitExit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+// The launcher's exit code (128 + signal); throws when it runs over 5 minutes.
+int WaitExit(flotilla::testing::Process& launcher) {
+  return launcher.Finish(std::chrono::minutes(5));
 }
 
 std::vector<std::string> LaunchArgs(const std::string& dir, int nproc, double grace,
@@ -115,7 +104,7 @@ void BenchStart(const char* impl, ArgsFn args, int nproc, int repeat) {
   for (int i = 0; i < repeat; ++i) {
     std::string dir = MakeTempDir();
     auto start = Clock::now();
-    pid_t launcher = Spawn(args(dir, nproc, 5, {}));
+    auto launcher = Spawn(args(dir, nproc, 5, {}));
     while (CountFiles(dir, "pid.") < static_cast<size_t>(nproc)) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
@@ -138,7 +127,7 @@ void BenchDeathToExit(const char* impl, ArgsFn args, bool survivors_ignore_term,
     std::string dir = MakeTempDir();
     std::vector<std::string> probe = {"--delay", "0.3", "--exit", "1@1", "--sleep", "60"};
     if (survivors_ignore_term) probe.insert(probe.begin(), "--ignore_term");
-    pid_t launcher = Spawn(args(dir, 4, grace, probe));
+    auto launcher = Spawn(args(dir, 4, grace, probe));
     code = WaitExit(launcher);
     const double exited = NowWallS();
     std::ifstream in(dir + "/death.1");

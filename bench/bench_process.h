@@ -1,32 +1,26 @@
 // Processes of the system benches (bench_ps_train, bench_ps_ssd): start a
-// program with its output in files, wait for it with a deadline, read its
-// last JSON line. The processes a bench starts by hand are one job: they
-// share the job secret of the bench's environment, or one the bench makes
-// (as `flotilla launch` does). Header-only; each bench is one translation unit.
+// program with its output in files (flotilla/testing/process.h), wait for it
+// with a deadline, read its last JSON line. The processes a bench starts by
+// hand are one job: they share the job secret of the bench's environment, or
+// one the bench makes (as `flotilla launch` does). Header-only; each bench is
+// one translation unit.
 #pragma once
-
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "flotilla/common/error.h"
 #include "flotilla/common/job_secret.h"
+#include "flotilla/testing/process.h"
 
 namespace flotilla::bench {
-
-struct Proc {
-  pid_t pid = -1;
-  std::string out;  // stdout file; stderr goes to out + ".err"
-};
 
 // Gives this process (and so every process it starts) a job secret in
 // FLOTILLA_JOB_SECRET unless its environment names one or asks for an
@@ -37,36 +31,27 @@ inline void EnsureJobSecret() {
 }
 
 // Starts argv[0] (PATH searched) with `env` ("NAME=value") added, holding
-// the bench's job secret.
-inline Proc Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                  const std::string& out) {
+// the bench's job secret; stdout goes to the file `out`, stderr to
+// `out` + ".err". The process is ended when the returned Process is.
+inline testing::Process Spawn(const std::vector<std::string>& argv,
+                              const std::vector<std::string>& env, const std::string& out) {
   EnsureJobSecret();
-  Proc p{fork(), out};
-  if (p.pid == 0) {
-    for (const auto& e : env) putenv(strdup(e.c_str()));
-    if (!freopen(out.c_str(), "w", stdout) || !freopen((out + ".err").c_str(), "w", stderr)) _exit(126);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  return p;
+  testing::ProcessOptions o{argv, env, std::filesystem::path(out).filename().string()};
+  o.stdout_to = o.stderr_to = testing::Output::kFile;
+  o.stdout_path = out;
+  o.stderr_path = out + ".err";
+  return testing::Process(std::move(o));
 }
 
-// Exit code, or -1 when it outlived the deadline (then it is killed).
-inline int WaitOrKill(const Proc& p, std::chrono::seconds deadline) {
-  auto until = std::chrono::steady_clock::now() + deadline;
-  int status = 0;
-  while (waitpid(p.pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > until) {
-      kill(p.pid, SIGKILL);
-      waitpid(p.pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+// Exit code (128 + signal when a signal ended it), or -1 when it outlived
+// the deadline (then it is killed, and stderr says which it was).
+inline int WaitOrKill(testing::Process& p, std::chrono::seconds deadline) {
+  try {
+    return p.Finish(deadline);
+  } catch (const DeadlineExceeded& e) {
+    std::cerr << e.what() << std::endl;
+    return -1;
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // The last line of `path` that is a JSON object (null when none).

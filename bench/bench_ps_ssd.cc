@@ -87,7 +87,7 @@ Job RunJob(const Args& a, const std::string& name, bool ssd, std::vector<std::st
   argv.insert(argv.end(), flags.begin(), flags.end());
   const auto start = std::chrono::steady_clock::now();
   // The servers save and load under the bench's directory (their model root).
-  Proc p = Spawn(argv, {"FLOTILLA_PS_MODEL_DIR=" + a.dir}, a.dir + "/" + name + ".out");
+  auto p = Spawn(argv, {"FLOTILLA_PS_MODEL_DIR=" + a.dir}, a.dir + "/" + name + ".out");
   Job j;
   j.code = WaitOrKill(p, std::chrono::seconds(7200));
   j.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -10,15 +10,13 @@
 //
 // The servers run on one host, the workers on the other (netns: servers in
 // namespace A at 10.231.1.1, workers in B). Every process is started here
-// with the Fleet PS environment and ended by its pid. One JSON line per
+// with the Fleet PS environment and ended by the bench. One JSON line per
 // (link, mode): summed worker samples/s (and per worker thread, next to
 // Paddle's published 3,700-5,200), worker 0's test AUC and the
 // generator's Bayes AUC; then per link the GEO / async ratio against the
 // goal (GEO ≥ 3x async at AUC within 0.01), and the heter / async ratio
 // (AUC within 0.005). Heter workers run on the servers' host. Without root
 // (or without namespace support) the netns link prints a "skipped" line.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -106,7 +104,7 @@ nlohmann::json RunMode(const Args& a, const std::string& link, const std::string
   };
   std::vector<std::string> common = {"PADDLE_PSERVERS_IP_PORT_LIST=" + list, "PADDLE_TRAINERS_NUM=2"};
   if (heter) common.push_back("PADDLE_HETER_TRAINER_IP_PORT_LIST=" + heter_list);
-  std::vector<Proc> servers, workers;
+  std::vector<flotilla::testing::Process> servers, workers;
   for (int s = 0; s < 2; ++s) {
     auto env = common;
     env.insert(env.end(), {"TRAINING_ROLE=PSERVER", "POD_IP=" + server_ip, "PADDLE_PORT=" + std::to_string(base + s)});
@@ -133,7 +131,7 @@ nlohmann::json RunMode(const Args& a, const std::string& link, const std::string
   bool ok = true;
   for (int w = 0; w < 2; ++w) {
     ok = WaitOrKill(workers[w], std::chrono::seconds(900)) == 0 && ok;
-    nlohmann::json j = LastJson(workers[w].out);
+    nlohmann::json j = LastJson(dir + "/worker" + std::to_string(w));
     if (j.is_object() && j.contains("samples_per_sec")) rate += j["samples_per_sec"].get<double>();
     if (w == 0 && j.is_object() && j.contains("auc")) r.update({{"auc", j["auc"]}, {"bayes_auc", j["bayes_auc"]}});
   }

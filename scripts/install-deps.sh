@@ -28,7 +28,8 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(python3-torch) ;;
+    # The math backends bench/bench_blas.cc measures OpenBLAS against.
+    --bench) packages+=(python3-torch libblis4-pthread libdnnl2) ;;
     --container) packages+=(podman) ;;
     --test-browser) packages+=(chromium chromium-driver python3-selenium) ;;
     --fuzz) packages+=(clang-14 libfuzzer-14-dev) ;;

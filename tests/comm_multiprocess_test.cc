@@ -17,44 +17,41 @@ namespace flotilla::comm {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::RankProcess;
 
 class MultiProcess : public ::testing::Test {
  protected:
   void SetUp() override { server_ = TCPStoreServer::Start("127.0.0.1", 0); }
-  void TearDown() override { testing::KillAll(procs_); }
+  void TearDown() override { procs_.clear(); }  // ends any still running
 
   // Starts ranks [0, count) of a group of `size`; host ids by rank if given.
   void StartRanks(int count, int size, const std::string& backend, const std::string& mode,
                   int timeout_ms, std::vector<std::string> hosts = {}) {
     for (int r = 0; r < count; ++r) {
-      std::vector<std::string> argv{testing::HelperPath(), "--store", server_->address(),
+      std::vector<std::string> argv{RankHelperPath(), "--store", server_->address(),
                                     "--rank", std::to_string(r), "--size", std::to_string(size),
                                     "--backend", backend, "--mode", mode, "--timeout-ms",
                                     std::to_string(timeout_ms)};
       if (!hosts.empty()) argv.insert(argv.end(), {"--host-id", hosts[r]});
-      std::string log = ::testing::TempDir() + "comm_mp_" + std::to_string(getpid()) + "_" +
-                        backend + "_" + std::to_string(r) + ".log";
-      procs_.push_back(testing::Start(argv, log));
+      procs_.push_back(StartRank(argv, backend + " rank " + std::to_string(r)));
     }
   }
   void ExpectAllSucceed(const std::string& backend) {
     for (size_t r = 0; r < procs_.size(); ++r) {
-      ASSERT_TRUE(testing::WaitFor(procs_[r], 120s)) << backend << " rank " << r << " hung";
-      std::string out = procs_[r].Output();
-      EXPECT_EQ(procs_[r].exit_code, 0) << backend << " rank " << r << ": " << out;
+      const int code = procs_[r].Finish(120s);
+      std::string out = procs_[r].Stdout();
+      EXPECT_EQ(code, 0) << backend << " rank " << r << ": " << out;
       EXPECT_NE(out.find("OK rank"), std::string::npos) << out;
     }
   }
 
   std::unique_ptr<TCPStoreServer> server_;
-  std::vector<RankProcess> procs_;
+  std::vector<testing::Process> procs_;
 };
 
 TEST_F(MultiProcess, ShmFourRanks) {
   StartRanks(4, 4, "auto", "check", 60000);
   ExpectAllSucceed("shm");
-  EXPECT_NE(procs_[0].Output().find("backend shm"), std::string::npos);
+  EXPECT_NE(procs_[0].Stdout().find("backend shm"), std::string::npos);
 }
 
 TEST_F(MultiProcess, GlooFourRanks) {
@@ -65,27 +62,26 @@ TEST_F(MultiProcess, GlooFourRanks) {
 TEST_F(MultiProcess, HierarchicalOverFakeHosts) {
   StartRanks(4, 4, "auto", "check", 60000, {"hostA", "hostA", "hostB", "hostB"});
   ExpectAllSucceed("hierarchical");
-  EXPECT_NE(procs_[3].Output().find("backend hierarchical"), std::string::npos);
+  EXPECT_NE(procs_[3].Stdout().find("backend hierarchical"), std::string::npos);
 }
 
 // SIGKILL one rank in the middle of a stream of allreduces: the others must
 // fail well before their (long) timeout, naming the dead rank.
-void KillRankAndExpectNamed(std::vector<RankProcess>& procs, TCPStoreServer& server,
+void KillRankAndExpectNamed(std::vector<testing::Process>& procs, TCPStoreServer& server,
                             const std::string& backend, std::chrono::seconds within) {
   auto store = ConnectStore(server.address());
   std::vector<std::string> ready;
   for (size_t r = 0; r < procs.size(); ++r) ready.push_back("ready/" + std::to_string(r));
   store->wait(ready, 60s);
   std::this_thread::sleep_for(200ms);
-  kill(procs[1].pid, SIGKILL);
-  waitpid(procs[1].pid, nullptr, 0);
-  procs[1].pid = -1;
+  procs[1].Kill(SIGKILL);
+  procs[1].Finish(10s);
   auto killed_at = std::chrono::steady_clock::now();
   for (size_t r = 0; r < procs.size(); ++r) {
     if (r == 1) continue;
-    ASSERT_TRUE(testing::WaitFor(procs[r], 60s)) << backend << " rank " << r << " hung";
-    std::string out = procs[r].Output();
-    EXPECT_EQ(procs[r].exit_code, 3) << out;
+    const int code = procs[r].Finish(60s);
+    std::string out = procs[r].Stdout();
+    EXPECT_EQ(code, 3) << out;
     EXPECT_NE(out.find("ERROR"), std::string::npos) << out;
     EXPECT_NE(out.find("rank 1"), std::string::npos) << backend << ": " << out;
   }
@@ -108,9 +104,9 @@ TEST_F(MultiProcess, GlooKilledRankIsNamedFast) {
 TEST_F(MultiProcess, MissingRankIsNamedAtTimeout) {
   StartRanks(2, 3, "auto", "check", 1500);
   for (auto& p : procs_) {
-    ASSERT_TRUE(testing::WaitFor(p, 60s));
-    std::string out = p.Output();
-    EXPECT_EQ(p.exit_code, 3) << out;
+    const int code = p.Finish(60s);
+    std::string out = p.Stdout();
+    EXPECT_EQ(code, 3) << out;
     EXPECT_NE(out.find("DeadlineExceeded"), std::string::npos) << out;
     EXPECT_NE(out.find("ranks [2]"), std::string::npos) << out;
   }

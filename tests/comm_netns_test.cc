@@ -35,7 +35,7 @@ class TwoHosts : public ::testing::Test {
     if (!ok) GTEST_SKIP() << "cannot create network namespaces / veth (ip netns failed)";
   }
   void TearDown() override {
-    testing::KillAll(procs_);
+    procs_.clear();  // ends any still running
     if (!a_.empty()) Sh("ip netns del " + a_);
     if (!b_.empty()) Sh("ip netns del " + b_);
   }
@@ -45,19 +45,17 @@ class TwoHosts : public ::testing::Test {
     for (int r = 0; r < 4; ++r) {
       const bool host_a = r < 2;
       const std::string ip = host_a ? "10.233.0.1" : "10.233.0.2";
-      std::vector<std::string> argv{"ip", "netns", "exec", host_a ? a_ : b_, testing::HelperPath(),
+      std::vector<std::string> argv{"ip", "netns", "exec", host_a ? a_ : b_, RankHelperPath(),
                                     "--store", store, "--rank", std::to_string(r), "--size", "4",
                                     "--backend", backend, "--host-id", ip, "--gloo-host", ip,
                                     "--timeout-ms", "60000"};
       if (r == 0) argv.push_back("--host-store");
-      std::string log = ::testing::TempDir() + "comm_netns_" + a_ + "_" + backend + "_" +
-                        std::to_string(r) + ".log";
-      procs_.push_back(testing::Start(argv, log));
+      procs_.push_back(StartRank(argv, backend + " rank " + std::to_string(r)));
     }
     for (int r = 0; r < 4; ++r) {
-      ASSERT_TRUE(testing::WaitFor(procs_[r], 180s)) << backend << " rank " << r << " hung";
-      std::string out = procs_[r].Output();
-      EXPECT_EQ(procs_[r].exit_code, 0) << backend << " rank " << r << ": " << out;
+      const int code = procs_[r].Finish(180s);
+      std::string out = procs_[r].Stdout();
+      EXPECT_EQ(code, 0) << backend << " rank " << r << ": " << out;
       EXPECT_NE(out.find("OK rank " + std::to_string(r) + " backend " + backend),
                 std::string::npos) << out;
     }
@@ -65,7 +63,7 @@ class TwoHosts : public ::testing::Test {
   }
 
   std::string a_, b_;
-  std::vector<testing::RankProcess> procs_;
+  std::vector<testing::Process> procs_;
 };
 
 TEST_F(TwoHosts, GlooAcrossFourRanks) { RunFourRanks("gloo"); }

@@ -15,7 +15,4 @@ flotilla_test(elastic_launch_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/elastic_launch_test.cc
   DEPS elastic_test_util flotilla_io
   TIMEOUT 300 LABELS elastic RUN_SERIAL)
-add_dependencies(elastic_launch_test flotilla)
-if(TARGET train_with_fleet)
-  add_dependencies(elastic_launch_test train_with_fleet)
-endif()
+add_dependencies(elastic_launch_test flotilla train_with_fleet)

@@ -9,7 +9,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -147,22 +146,11 @@ class ElasticJob {
   std::map<std::string, std::unique_ptr<Child>> launchers_;
 };
 
-// True when the example resumes from checkpoints (its --help lists the flag).
-bool TrainerResumes() {
-  const std::string cmd = launch_test::BuildDir() + "/bin/train_with_fleet --help 2>&1";
-  std::string help;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (size_t n = fread(buf, 1, sizeof(buf), p)) help.append(buf, n);
-    pclose(p);
-  }
-  return help.find("--checkpoint_dir") != std::string::npos;
-}
-
 class ElasticLaunchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!TrainerResumes()) GTEST_SKIP() << "train_with_fleet has no --checkpoint_dir";
+    ASSERT_BUILT(launch_test::FlotillaBin());
+    ASSERT_BUILT(launch_test::Bin("train_with_fleet"));
     etcd_ = EtcdServer::Start();
     if (!etcd_) GTEST_SKIP() << kEtcdBinary << " is not installed (Debian package etcd-server)";
   }

@@ -1,9 +1,6 @@
 #include "elastic_test_util.h"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -46,23 +43,17 @@ std::unique_ptr<EtcdServer> EtcdServer::Start() {
       "--listen-client-urls", client, "--advertise-client-urls", client,
       "--listen-peer-urls", peer_url, "--name", "t", "--initial-advertise-peer-urls", peer_url,
       "--initial-cluster", "t=" + peer_url, "--log-level", "error"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string log = s->dir_ + "/etcd.log";
-  s->pid_ = fork();
-  if (s->pid_ == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  testing::ProcessOptions etcd{std::move(args)};
+  etcd.stdout_to = testing::Output::kFile;
+  etcd.stdout_path = s->dir_ + "/etcd.log";
+  etcd.stderr_to = testing::Output::kStdout;
+  s->process_.emplace(std::move(etcd));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!Answers(s->client_port_)) {
-    if (std::chrono::steady_clock::now() > deadline || waitpid(s->pid_, nullptr, WNOHANG) != 0) {
+    if (std::chrono::steady_clock::now() > deadline ||
+        s->process_->Wait(std::chrono::milliseconds(0))) {
       throw std::runtime_error("etcd did not come up on port " + std::to_string(s->client_port_) +
-                               "; see " + log);
+                               "; see " + s->dir_ + "/etcd.log");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -84,16 +75,7 @@ std::set<pid_t> ProcessesMentioning(const std::string& text) {
 }
 
 EtcdServer::~EtcdServer() {
-  if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 50 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (kill(pid_, 0) == 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
+  if (process_) process_->Terminate(std::chrono::seconds(5));
   if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
 }
 

@@ -1,13 +1,16 @@
 // A real etcd for the elastic tests: Debian's /usr/bin/etcd on loopback at
-// free ports with a data directory of its own. The destructor ends it by pid
-// (SIGTERM, then SIGKILL) and removes the data directory.
+// free ports with a data directory of its own. The destructor ends it
+// (SIGTERM, then SIGKILL after 5 s) and removes the data directory.
 #pragma once
 
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+
+#include "flotilla/testing/process.h"
 
 namespace flotilla::elastic_test {
 
@@ -23,12 +26,12 @@ class EtcdServer {
 
   // "127.0.0.1:PORT"
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
   int client_port() const { return client_port_; }
 
  private:
   EtcdServer() = default;
-  pid_t pid_ = -1;
+  std::optional<testing::Process> process_;
   int client_port_ = 0;
   std::string dir_;
 };

@@ -56,7 +56,7 @@ double LauncherLoss(const TempDir& dir) {
 }
 
 TEST(EngineEnv, TorchStyleVariablesStartATwoRankJob) {
-  if (access(Example().c_str(), X_OK) != 0) GTEST_SKIP() << Example() << " is not built";
+  ASSERT_BUILT(Example());
   TempDir ref, dir;
   const double expected = LauncherLoss(ref);
   const std::string port = std::to_string(FreePort());

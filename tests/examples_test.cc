@@ -3,11 +3,13 @@
 // 100 epochs; mlp reaches accuracy ≥ 0.95).
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include "flotilla/testing/process.h"
 
 namespace {
 
@@ -16,14 +18,16 @@ std::string BinDir() {
   return std::string(build ? build : "build") + "/bin/";
 }
 
-// Runs `command`, returns (exit status, stdout).
-std::pair<int, std::string> RunCommand(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), pipe) != nullptr) out += buf.data();
-  return {pclose(pipe), out};
+// Runs the example `argv` (argv[0] under build/bin) to its end; returns
+// (exit code, stdout, with stderr too when `with_stderr`).
+std::pair<int, std::string> RunExample(std::vector<std::string> argv, bool with_stderr = false) {
+  argv[0] = BinDir() + argv[0];
+  flotilla::testing::ProcessOptions o{std::move(argv)};
+  o.stdout_to = flotilla::testing::Output::kCapture;
+  if (with_stderr) o.stderr_to = flotilla::testing::Output::kStdout;
+  flotilla::testing::Process example(std::move(o));
+  const int code = example.Finish(std::chrono::minutes(4));
+  return {code, example.Stdout()};
 }
 
 nlohmann::json LastLine(const std::string& out) {
@@ -34,7 +38,7 @@ nlohmann::json LastLine(const std::string& out) {
 }
 
 TEST(Examples, FitALineReachesTestMse25) {
-  auto [status, out] = RunCommand(BinDir() + "fit_a_line --epochs 100");
+  auto [status, out] = RunExample({"fit_a_line", "--epochs", "100"});
   ASSERT_EQ(status, 0) << out;
   auto result = LastLine(out);
   EXPECT_LE(result["test_mse"].get<double>(), 25.0) << out;
@@ -43,7 +47,7 @@ TEST(Examples, FitALineReachesTestMse25) {
 }
 
 TEST(Examples, MlpReachesAccuracy95) {
-  auto [status, out] = RunCommand(BinDir() + "mlp");
+  auto [status, out] = RunExample({"mlp"});
   ASSERT_EQ(status, 0) << out;
   auto result = LastLine(out);
   EXPECT_GE(result["accuracy"].get<double>(), 0.95) << out;
@@ -51,7 +55,7 @@ TEST(Examples, MlpReachesAccuracy95) {
 }
 
 TEST(Examples, UnknownFlagIsNamed) {
-  auto [status, out] = RunCommand(BinDir() + "mlp --no_such_flag 2>&1");
+  auto [status, out] = RunExample({"mlp", "--no_such_flag"}, /*with_stderr=*/true);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("--no_such_flag"), std::string::npos) << out;
 }

@@ -5,7 +5,8 @@
 # named, nothing left behind and a loadable last checkpoint. ctest runs a
 # short loop (one or two faults per scenario); the long run is
 #   python3 tests/fault/fault_loop.py --budget_s 1500 --faults_per_scenario 40
-# Exit code 77 = skipped (nothing could run here), with the reasons printed.
+# Exit code 77 = skipped (nothing could run here: no root, no etcd), with the
+# reasons printed; a program of this tree that is not built fails it.
 add_test(NAME fault_loop_short
   COMMAND ${FLOTILLA_CLUSTER_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/fault/fault_loop.py
           --budget_s 120 --faults_per_scenario 2)

@@ -13,7 +13,7 @@
 #include "flotilla/io/data_feeder.h"
 #include "flotilla/io/datasets/synthetic.h"
 #include "flotilla/io/inference_model.h"
-#include "io/testing/run_process.h"
+#include "io/testing/inference_helper.h"
 #include "io/testing/temp_dir.h"
 
 namespace flotilla::io {
@@ -113,8 +113,7 @@ TEST_F(IoIntegrationTest, AFreshProcessServesTheTrainedModel) {
   const std::string dir = tmp / "model";
   SaveInferenceModel(dir, {"x"}, {m.prediction.name()}, exe, m.main, scope);
   SaveTensor(tmp / "x.tensor", x);
-  ASSERT_EQ(testing::RunProcess({testing::InferenceHelperPath(), dir, tmp.path(), tmp / "x.tensor"}),
-            0);
+  ASSERT_EQ(testing::RunInferenceHelper(dir, tmp.path(), {tmp / "x.tensor"}), 0);
   Tensor served = LoadTensor(tmp / "fetch_0.tensor");
   ASSERT_EQ(served.dims(), (Dims{50, 2}));
   EXPECT_EQ(served.ToVector<float>(), expected.ToVector<float>());

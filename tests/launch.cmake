@@ -7,7 +7,7 @@ target_link_libraries(launch_probe PRIVATE flotilla_comm nlohmann_json::nlohmann
 
 add_library(launch_test_util STATIC ${CMAKE_CURRENT_LIST_DIR}/launch_test_util.cc)
 target_include_directories(launch_test_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(launch_test_util PUBLIC GTest::gtest nlohmann_json::nlohmann_json)
+target_link_libraries(launch_test_util PUBLIC flotilla_testing_process GTest::gtest nlohmann_json::nlohmann_json)
 
 foreach(t launch_cli_test launch_abort_test launch_ps_test launch_multinode_test launch_shm_test
         launch_secret_test)
@@ -22,12 +22,6 @@ add_dependencies(launch_secret_test train_with_fleet)
 # Jobs started by torchrun-style variables, Slurm, Kubernetes, mpirun.
 flotilla_test(engine_env_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_env_test.cc
   DEPS launch_test_util TIMEOUT 120 LABELS launch)
-add_dependencies(engine_env_test flotilla)
-if(TARGET train_with_fleet)
-  add_dependencies(engine_env_test train_with_fleet)
-endif()
-# The multi-node test also runs seed 001's example when it is built.
-if(TARGET train_with_fleet)
-  add_dependencies(launch_multinode_test train_with_fleet)
-endif()
-add_dependencies(launch_multinode_test wide_and_deep)
+add_dependencies(engine_env_test flotilla train_with_fleet)
+# The multi-node test also runs the examples across its two hosts.
+add_dependencies(launch_multinode_test train_with_fleet wide_and_deep dist_fit_a_line)

@@ -127,7 +127,7 @@ TEST_F(TwoHosts, FailureOnOneNodeStopsTheOther) {
 // meets in PADDLE_MASTER and gloo listens on FLOTILLA_GLOO_HOSTNAME.
 TEST_F(TwoHosts, FleetTrainingAcrossHosts) {
   const std::string example = Bin("train_with_fleet");
-  if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
+  ASSERT_BUILT(example);
   TempDir da, db;
   auto args = [&](const TempDir& d) {
     return std::vector<std::string>{FlotillaBin(), "launch", "--quiet", "--log_dir", d / "log",
@@ -147,7 +147,7 @@ TEST_F(TwoHosts, FleetTrainingAcrossHosts) {
 // 0.005) run the same way across the hosts.
 TEST_F(TwoHosts, HeterWorkersOnTheOtherHost) {
   const std::string example = Bin("wide_and_deep");
-  if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
+  ASSERT_BUILT(example);
   auto run = [&](bool heter) {
     TempDir da, db;
     std::vector<std::string> cluster = {"--servers", ip_a_ + ":6170," + ip_a_ + ":6171",
@@ -184,7 +184,7 @@ TEST_F(TwoHosts, HeterWorkersOnTheOtherHost) {
 // across the two hosts, 4 ranks, ending with a validation over every rank.
 TEST_F(TwoHosts, ResNet50AcrossHosts) {
   const std::string example = Bin("train_with_fleet");
-  if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
+  ASSERT_BUILT(example);
   TempDir da, db, data;
   const std::string digits = data / "digits";
   const std::string make = std::string(std::getenv("FLOTILLA_SOURCE_DIR")) + "/scripts/make_digits_imagenet.sh";
@@ -300,7 +300,7 @@ TEST_F(TwoHosts, ParameterServerJobAcrossHosts) {
 // crossing the veth link; every worker converges and everything exits 0.
 TEST_F(TwoHosts, ParameterServerTrainingAcrossHosts) {
   const std::string example = Bin("dist_fit_a_line");
-  if (access(example.c_str(), X_OK) != 0) GTEST_SKIP() << example << " is not built";
+  ASSERT_BUILT(example);
   TempDir da, db;
   auto args = [&](const TempDir& d) {
     return std::vector<std::string>{FlotillaBin(), "launch", "--quiet", "--log_dir", d / "log",

@@ -1,22 +1,17 @@
 #include "launch_test_util.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-extern char** environ;
 
 namespace flotilla::launch_test {
 
@@ -45,82 +40,28 @@ TempDir::~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
 
 namespace {
 
-std::vector<std::string> MergedEnv(const std::vector<std::string>& extra) {
-  std::vector<std::string> out;
-  for (char** e = environ; *e; ++e) {
-    std::string s = *e;
-    bool replaced = false;
-    for (const auto& x : extra) replaced |= s.substr(0, s.find('=')) == x.substr(0, x.find('='));
-    if (!replaced) out.push_back(s);
-  }
-  out.insert(out.end(), extra.begin(), extra.end());
-  return out;
-}
-
-std::vector<char*> CStrings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (auto& s : v) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
+testing::ProcessOptions ChildOptions(const std::vector<std::string>& argv,
+                                     const std::string& output_dir,
+                                     const std::vector<std::string>& env,
+                                     const std::string& netns) {
+  static int counter = 0;
+  const std::string n = std::to_string(counter++);
+  testing::ProcessOptions o;
+  o.argv = argv;
+  if (!netns.empty()) o.argv.insert(o.argv.begin(), {"/usr/sbin/ip", "netns", "exec", netns});
+  o.env = env;
+  o.name = argv.at(0).substr(argv[0].rfind('/') + 1);
+  o.stdout_to = o.stderr_to = testing::Output::kFile;
+  o.stdout_path = output_dir + "/child" + n + ".out";
+  o.stderr_path = output_dir + "/child" + n + ".err";
+  return o;
 }
 
 }  // namespace
 
-Child::Child(const std::vector<std::string>& argv_in, const std::string& output_dir,
-             const std::vector<std::string>& env_in, const std::string& netns) {
-  static int counter = 0;
-  const int n = counter++;
-  out_path_ = output_dir + "/child" + std::to_string(n) + ".out";
-  err_path_ = output_dir + "/child" + std::to_string(n) + ".err";
-  std::vector<std::string> argv = argv_in;
-  if (!netns.empty()) argv.insert(argv.begin(), {"/usr/sbin/ip", "netns", "exec", netns});
-  std::vector<std::string> env = MergedEnv(env_in);
-  auto cargv = CStrings(argv);
-  auto cenv = CStrings(env);
-  int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_ = fork();
-  if (pid_ == 0) {
-    dup2(out, 1);
-    dup2(err, 2);
-    execve(cargv[0], cargv.data(), cenv.data());
-    _exit(127);
-  }
-  close(out);
-  close(err);
-}
-
-Child::~Child() {
-  if (!reaped_ && pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-}
-
-std::optional<int> Child::Wait(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (true) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      reaped_ = true;
-      return status;
-    }
-    if (Clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
-int Child::WaitCode(std::chrono::milliseconds timeout) {
-  auto status = Wait(timeout);
-  if (!status) return -1;
-  return WIFSIGNALED(*status) ? 128 + WTERMSIG(*status) : WEXITSTATUS(*status);
-}
-
-std::string Child::Stdout() const { return ReadText(out_path_); }
-std::string Child::Stderr() const { return ReadText(err_path_); }
-void Child::Kill(int signal) {
-  if (!reaped_) kill(pid_, signal);
-}
+Child::Child(const std::vector<std::string>& argv, const std::string& output_dir,
+             const std::vector<std::string>& env, const std::string& netns)
+    : Process(ChildOptions(argv, output_dir, env, netns)) {}
 
 bool Alive(pid_t pid) {
   if (kill(pid, 0) != 0) return false;

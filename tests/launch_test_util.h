@@ -5,14 +5,16 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "flotilla/testing/process.h"
 
 namespace flotilla::launch_test {
 
@@ -40,31 +42,18 @@ class TempDir {
   std::string path_;
 };
 
-// A process the test started, with stdout and stderr in files. The
-// destructor SIGKILLs and reaps it if it still runs.
-class Child {
+// A process the test started (flotilla/testing/process.h), with stdout and
+// stderr in files under `output_dir`. The destructor SIGKILLs and reaps it
+// (and its process group) if it still runs.
+class Child : public testing::Process {
  public:
   // argv[0] is a path. `env` entries "NAME=value" are added to (or replace
   // in) the test's environment. With `netns`, runs under `ip netns exec`.
   Child(const std::vector<std::string>& argv, const std::string& output_dir,
         const std::vector<std::string>& env = {}, const std::string& netns = "");
-  ~Child();
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
 
-  pid_t pid() const { return pid_; }
-  // The waitpid status once it exited within `timeout`, else nullopt.
-  std::optional<int> Wait(std::chrono::milliseconds timeout);
-  // Exit code (or 128 + signal) once exited; -1 on timeout.
-  int WaitCode(std::chrono::milliseconds timeout);
-  std::string Stdout() const;
-  std::string Stderr() const;
-  void Kill(int signal);
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  std::string out_path_, err_path_;
+  // Exit code (or 128 + signal) once exited; -1 on timeout (still running).
+  int WaitCode(std::chrono::milliseconds timeout) { return Wait(timeout).value_or(-1); }
 };
 
 // True while `pid` exists and is not a zombie.
@@ -93,6 +82,13 @@ nlohmann::json ProbeEnv(const std::string& dir, const std::string& tag);
 
 // A TCP port that was free a moment ago (for --started_port tests only).
 int FreePort();
+
+// Fails the test unless the program at `path` (one this tree builds, e.g.
+// Bin("train_with_fleet")) is there: a test never skips for want of what its
+// own build makes; only a missing external engine may skip it.
+#define ASSERT_BUILT(path)                                                        \
+  ASSERT_EQ(::access(std::string(path).c_str(), X_OK), 0)                        \
+      << (path) << " is not built: build the targets this test depends on"
 
 // Kills the probes `dir` recorded and checks none is left: use at the end of
 // every test that starts the launcher.

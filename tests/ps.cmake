@@ -5,6 +5,6 @@ set_target_properties(ps_test_server PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJE
 
 flotilla_test(ps_multiprocess_test
   SOURCES ps_multiprocess_test.cc
-  DEPS flotilla_ps
+  DEPS flotilla_ps flotilla_testing_process
   TIMEOUT 180)
 add_dependencies(ps_multiprocess_test ps_test_server)

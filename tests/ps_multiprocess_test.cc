@@ -1,7 +1,6 @@
 // Parameter servers as separate processes (started here, ended here by pid).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +10,7 @@
 #include "flotilla/common/error.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/ps/client.h"
+#include "flotilla/testing/process.h"
 
 namespace flotilla::ps {
 namespace {
@@ -18,62 +18,37 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// A server process; the destructor kills it (SIGKILL, by pid) if still running.
+// A server process (ps_test_server); the destructor kills it if still running.
 class ServerProcess {
  public:
   ServerProcess(int index, int num_servers, int num_trainers, const std::string& mode,
-                const std::string& dir) {
-    port_file_ = dir + "/port." + std::to_string(index);
-    const std::string bin = std::string(std::getenv("FLOTILLA_BUILD_DIR")) + "/tests/ps_test_server";
-    std::vector<std::string> args{bin, "--index", std::to_string(index), "--num_servers",
-                                  std::to_string(num_servers), "--num_trainers",
-                                  std::to_string(num_trainers), "--mode", mode, "--port_file",
-                                  port_file_};
-    std::vector<char*> argv;  // built before fork: the child may only exec
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-  ~ServerProcess() {
-    if (pid_ > 0 && !exited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
+                const std::string& dir)
+      : port_file_(dir + "/port." + std::to_string(index)),
+        process_({{std::string(std::getenv("FLOTILLA_BUILD_DIR")) + "/tests/ps_test_server",
+                   "--index", std::to_string(index), "--num_servers", std::to_string(num_servers),
+                   "--num_trainers", std::to_string(num_trainers), "--mode", mode, "--port_file",
+                   port_file_},
+                  {},
+                  "server " + std::to_string(index)}) {}
   // Waits for the port file; "" when the process died or 20 s passed.
   std::string Endpoint() {
     for (auto end = Clock::now() + 20s; Clock::now() < end; std::this_thread::sleep_for(20ms)) {
       if (FileExists(port_file_)) return "127.0.0.1:" + ReadFile(port_file_);
-      if (HasExited()) return "";
+      if (process_.Wait(0ms)) return "";
     }
     return "";
   }
-  // Waits up to `limit` for the exit; returns the exit code, or -1 on timeout / signal.
-  int WaitExit(std::chrono::seconds limit) {
-    for (auto end = Clock::now() + limit; Clock::now() < end; std::this_thread::sleep_for(20ms)) {
-      if (HasExited()) return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
-    }
-    return -1;
-  }
+  // Waits up to `limit` for the exit; returns the exit code (128 + signal
+  // when a signal ended it), or -1 on timeout.
+  int WaitExit(std::chrono::seconds limit) { return process_.Wait(limit).value_or(-1); }
   void Kill() {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status_, 0);
-    exited_ = true;
+    process_.Kill(SIGKILL);
+    process_.Finish(10s);
   }
 
  private:
-  bool HasExited() {
-    if (!exited_ && ::waitpid(pid_, &status_, WNOHANG) == pid_) exited_ = true;
-    return exited_;
-  }
-  pid_t pid_ = -1;
-  int status_ = 0;
-  bool exited_ = false;
   std::string port_file_;
+  testing::Process process_;
 };
 
 class PsMultiProcess : public ::testing::Test {

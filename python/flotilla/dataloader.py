@@ -9,7 +9,7 @@ Iterable::
     for data in loader():
         exe.run(main, feed=data, fetch_list=[loss])
 
-Non-iterable (seed 004)::
+Non-iterable (started and reset around each pass)::
 
     loader = DataLoader.from_generator(feed_list=[x, y], capacity=8, iterable=False)
     loader.set_sample_list_generator(train_reader)

@@ -43,6 +43,10 @@ class InternalError(Error):
     """A broken invariant inside Flotilla (please report it)."""
 
 
+class CancelledError(Error):
+    """A blocking call was stopped by its host (a signal), not by a failure."""
+
+
 class EOFException(Error):
     """A non-iterable DataLoader has no more batches (Paddle's core.EOFException)."""
 
@@ -50,5 +54,5 @@ class EOFException(Error):
 __all__ = [
     "Error", "InvalidArgumentError", "NotFoundError", "AlreadyExistsError",
     "UnavailableError", "DeadlineExceededError", "CorruptionError",
-    "UnimplementedError", "InternalError", "EOFException",
+    "UnimplementedError", "InternalError", "CancelledError", "EOFException",
 ]

@@ -267,6 +267,6 @@ def linear_lr_warmup(learning_rate, warmup_steps: int, start_lr: float, end_lr: 
     return _L.linear_lr_warmup(float(learning_rate), int(warmup_steps), float(start_lr), float(end_lr))
 
 
-# ---- convolutional networks (conv2d, pool2d, batch_norm, ...): cnn_layers.py ----
-from .cnn_layers import *  # noqa: E402,F401,F403
+# ---- convolutional networks (conv2d, pool2d, batch_norm, ...): nn_layers.py ----
+from .nn_layers import *  # noqa: E402,F401,F403
 from .sequence_lod import *  # noqa: E402,F401,F403

@@ -34,8 +34,8 @@ void BindOptimizers(py::module_& m);
 void BindIo(py::module_& m);
 void BindFleet(py::module_& m);
 // Convolutional layers (into m.layers, and m.functional) and image models
-// and data (m.vision): cnn_layers.cc, vision.cc.
-void BindCnnLayers(py::module_& m);
+// and data (m.vision): nn_layers.cc, vision.cc.
+void BindNnLayers(py::module_& m);
 void BindVision(py::module_& m);
 // fleet.util's host-value collectives (m.fleet_util): fleet_util.cc.
 void BindFleetUtil(py::module_& m);

@@ -25,6 +25,7 @@ const char* ClassName(ErrorCode code) {
     case ErrorCode::kCorruption: return "CorruptionError";
     case ErrorCode::kUnimplemented: return "UnimplementedError";
     case ErrorCode::kInternal: return "InternalError";
+    case ErrorCode::kCancelled: return "CancelledError";
   }
   return "Error";
 }

@@ -88,8 +88,42 @@ std::vector<std::string> FieldNames(DistributedStrategy& s) {
   return names;
 }
 
+void BindRoleInfo(py::module_& m) {
+  py::enum_<fleet::Role>(m, "Role")
+      .value("WORKER", fleet::Role::kWorker)
+      .value("SERVER", fleet::Role::kServer)
+      .value("HETER_WORKER", fleet::Role::kHeterWorker);
+  using fleet::RoleInfo;
+  py::class_<RoleInfo>(m, "RoleInfo", "What a role maker decided (read-only).")
+      .def_readonly("role", &RoleInfo::role)
+      .def_readonly("is_collective", &RoleInfo::is_collective)
+      .def_readonly("non_distributed", &RoleInfo::non_distributed)
+      .def_readonly("worker_index", &RoleInfo::worker_index)
+      .def_readonly("worker_num", &RoleInfo::worker_num)
+      .def_readonly("server_index", &RoleInfo::server_index)
+      .def_readonly("worker_endpoints", &RoleInfo::worker_endpoints)
+      .def_readonly("server_endpoints", &RoleInfo::server_endpoints)
+      .def_readonly("heter_endpoints", &RoleInfo::heter_endpoints)
+      .def_readonly("current_endpoint", &RoleInfo::current_endpoint)
+      .def_readonly("store_address", &RoleInfo::store_address)
+      .def_readonly("job_id", &RoleInfo::job_id);
+}
+
+fleet::UserDefinedRoleMaker MakeUserDefined(int current_id, fleet::Role role, int worker_num,
+                                            std::vector<std::string> server_endpoints,
+                                            std::vector<std::string> worker_endpoints, std::string store_address,
+                                            std::optional<bool> is_collective) {
+  return fleet::UserDefinedRoleMaker(fleet::UserDefinedRole{.current_id = current_id,
+                                                            .role = role,
+                                                            .worker_num = worker_num,
+                                                            .is_collective = is_collective,
+                                                            .worker_endpoints = std::move(worker_endpoints),
+                                                            .server_endpoints = std::move(server_endpoints),
+                                                            .store_address = std::move(store_address)});
+}
+
 void BindRoles(py::module_& m) {
-  py::enum_<fleet::Role>(m, "Role").value("WORKER", fleet::Role::kWorker).value("SERVER", fleet::Role::kServer);
+  BindRoleInfo(m);
   py::class_<fleet::RoleMaker, std::shared_ptr<fleet::RoleMaker>>(m, "RoleMaker")
       .def("is_worker", &fleet::RoleMaker::is_worker)
       .def("is_server", &fleet::RoleMaker::is_server)
@@ -101,19 +135,23 @@ void BindRoles(py::module_& m) {
       .def("get_trainer_endpoints", &fleet::RoleMaker::worker_endpoints)
       .def("get_pserver_endpoints", &fleet::RoleMaker::server_endpoints)
       .def("current_endpoint", &fleet::RoleMaker::current_endpoint)
+      .def("info", &fleet::RoleMaker::info, py::return_value_policy::copy)
       .def("name", &fleet::RoleMaker::name);
   py::class_<fleet::PaddleCloudRoleMaker, fleet::RoleMaker, std::shared_ptr<fleet::PaddleCloudRoleMaker>>(
       m, "PaddleCloudRoleMaker")
-      .def(py::init<bool>(), py::arg("is_collective") = false);
+      .def(py::init<bool, bool>(), py::arg("is_collective") = false, py::arg("non_distributed_fallback") = false);
   py::class_<fleet::UserDefinedRoleMaker, fleet::RoleMaker, std::shared_ptr<fleet::UserDefinedRoleMaker>>(
       m, "UserDefinedRoleMaker")
-      .def(py::init<int, fleet::Role, int, std::vector<std::string>, std::vector<std::string>, std::string>(),
-           py::arg("current_id"), py::arg("role"), py::arg("worker_num"),
+      .def(py::init(&MakeUserDefined), py::arg("current_id"), py::arg("role"), py::arg("worker_num") = 0,
            py::arg("server_endpoints") = std::vector<std::string>{},
-           py::arg("worker_endpoints") = std::vector<std::string>{}, py::arg("store_address") = "");
+           py::arg("worker_endpoints") = std::vector<std::string>{}, py::arg("store_address") = "",
+           py::arg("is_collective") = std::nullopt);
   py::class_<fleet::MPISymetricRoleMaker, fleet::RoleMaker, std::shared_ptr<fleet::MPISymetricRoleMaker>>(
       m, "MPISymetricRoleMaker")
       .def(py::init<bool>(), py::arg("parameter_servers") = false, py::call_guard<py::gil_scoped_release>());
+  m.def("file_shard", &fleet::FileShard, py::arg("files"), py::arg("worker_index"), py::arg("worker_num"),
+        "Paddle's get_file_shard: block `worker_index` of `files` split into `worker_num` contiguous blocks, "
+        "the first len(files) % worker_num one file longer.");
 }
 
 void BindStrategy(py::module_& m) {
@@ -143,6 +181,7 @@ void BindFleetFunctions(py::module_& m) {
         "Threads the executor's GEMM kernels use in this process (ExecutionStrategy.num_threads).");
   m.def("init", [](const fleet::RoleMaker& role) { fleet::init(role); }, py::arg("role_maker"), ReleaseInterruptible());
   m.def("initialized", [] { return fleet::default_fleet().initialized(); });
+  m.def("role", [] { return fleet::default_fleet().role(); }, "The role the last init took (a RoleInfo).");
   m.def("is_worker", &fleet::is_worker);
   m.def("is_server", &fleet::is_server);
   m.def("is_first_worker", &fleet::is_first_worker);

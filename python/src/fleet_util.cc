@@ -4,6 +4,8 @@
 // fleet's process group (communicator 0, queued behind any gradient
 // all-reduce already issued). One worker: the value itself. Blocks, without
 // the GIL and interruptible, until every trainer has made the same call.
+// The workers of a parameter-server job share no group: an error, not
+// their own value.
 #include "bindings.h"
 #include "flotilla/fleet/fleet.h"
 #include "tensor.h"
@@ -19,6 +21,18 @@ comm::ReduceOp ToReduceOp(const std::string& mode) {
   FLOTILLA_THROW(InvalidArgument, "fleet.util.all_reduce: mode must be 'sum', 'max' or 'min', got '", mode, "'");
 }
 
+// The fleet's process group; nullptr in a one-worker job. Throws
+// Unimplemented for the workers of a parameter-server job, which share none.
+std::shared_ptr<comm::ProcessGroup> WorkersGroup(const char* what) {
+  const fleet::Fleet& f = fleet::default_fleet();
+  auto group = f.process_group();
+  if (group != nullptr || !f.initialized() || f.role().worker_num <= 1) return group;
+  FLOTILLA_THROW(Unimplemented, "fleet.util.", what, " between the ", f.role().worker_num,
+                 " workers of a parameter-server job: they share no process group in Flotilla; nearest: "
+                 "a collective job (fleet.init(is_collective=True)), or a collective role maker with a store "
+                 "(UserDefinedRoleMaker(is_collective=True, path=...))");
+}
+
 // A contiguous copy of `value` (an array, list or scalar) in its own dtype.
 Tensor OwnedCopy(const py::handle& value, const char* what) {
   return ToTensor(value, what).Clone();
@@ -27,7 +41,7 @@ Tensor OwnedCopy(const py::handle& value, const char* what) {
 py::array AllReduce(const py::handle& value, const std::string& mode) {
   Tensor t = OwnedCopy(value, "fleet.util.all_reduce input");
   const comm::ReduceOp op = ToReduceOp(mode);
-  if (auto group = fleet::default_fleet().process_group()) {
+  if (auto group = WorkersGroup("all_reduce")) {
     Interruptible interruptible;
     py::gil_scoped_release release;
     group->allreduce(t, op);
@@ -37,7 +51,7 @@ py::array AllReduce(const py::handle& value, const std::string& mode) {
 
 py::array AllGather(const py::handle& value) {
   Tensor t = OwnedCopy(value, "fleet.util.all_gather input");
-  auto group = fleet::default_fleet().process_group();
+  auto group = WorkersGroup("all_gather");
   if (!group) return AdoptAsNumpy(std::move(t));
   Tensor out;
   {

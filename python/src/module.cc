@@ -23,7 +23,7 @@ PYBIND11_MODULE(_core, m) {
   flotilla::python::BindOptimizers(m);
   flotilla::python::BindIo(m);
   flotilla::python::BindFleet(m);
-  flotilla::python::BindCnnLayers(m);
+  flotilla::python::BindNnLayers(m);
   flotilla::python::BindVision(m);
   flotilla::python::BindFleetUtil(m);
 }

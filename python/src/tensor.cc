@@ -7,6 +7,7 @@
 
 #include "bindings.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/core/blas.h"
 
 namespace flotilla::python {
 
@@ -200,6 +201,22 @@ array.)doc")
       .def("__repr__", [](const Tensor& t) { return "Tensor(" + t.DebugString() + ")"; });
   m.def("as_tensor", [](const py::handle& v) { return ToTensor(v, "as_tensor"); }, py::arg("value"),
         "A Tensor over ``value`` (no copy for a contiguous array of a supported dtype).");
+  m.def(
+      "blas_kernels",
+      [] {
+        const blas::Kernels k = blas::KernelInfo();
+        py::dict d;
+        d["library"] = k.library;
+        d["core"] = k.core;
+        d["chosen_by"] = k.chosen_by;
+        d["cpu"] = k.cpu;
+        d["private_instance"] = k.private_instance;
+        d["threads"] = k.threads;
+        d["summary"] = k.ToString();
+        return d;
+      },
+      "The math backend's kernels in this process (flotilla/core/blas.h): library, core type, what "
+      "chose it, the CPU's vector extensions, whether the instance is Flotilla's own, threads.");
 }
 
 }  // namespace flotilla::python

@@ -16,6 +16,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kCorruption: return "Corruption";
     case ErrorCode::kUnimplemented: return "Unimplemented";
     case ErrorCode::kInternal: return "Internal";
+    case ErrorCode::kCancelled: return "Cancelled";
   }
   return "Unknown";
 }

@@ -52,7 +52,7 @@ template void GemmNaive<int64_t>(bool, bool, int64_t, int64_t, int64_t, int64_t,
 
 void SetBlasThreads(int n) { internal::Blas().set_num_threads(n); }
 
-std::string BlasCoreName() { return internal::Blas().get_corename(); }
+std::string BlasCoreName() { return blas::KernelInfo().core; }
 
 BroadcastShape ComputeBroadcast(const Dims& x, const Dims& y, int axis) {
   Dims ys = y;

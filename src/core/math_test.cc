@@ -52,24 +52,3 @@ TEST(Broadcast, PaddleAxisRules) {
 
 }  // namespace
 }  // namespace flotilla::math
-
-namespace flotilla::math {
-namespace {
-
-TEST(Blas, LoadsWithKernelsForThisCpu) {
-  std::string core = BlasCoreName();
-  EXPECT_FALSE(core.empty());
-  __builtin_cpu_init();
-  const char* chosen = std::getenv("OPENBLAS_CORETYPE");
-  if (chosen != nullptr && std::string(chosen) == "SkylakeX") {
-    EXPECT_EQ(core, "SkylakeX");
-  }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512cd")) {
-    EXPECT_NE(chosen, nullptr) << "an AVX-512 CPU should run OpenBLAS's AVX-512 kernels";
-  }
-}
-
-}  // namespace
-}  // namespace flotilla::math

@@ -102,20 +102,22 @@ void Fleet::init(const RoleMaker& role, FleetOptions options) {
     FLOTILLA_CHECK(!info.store_address.empty(), InvalidArgument, "fleet::init: ", role.name(),
                    " names no store for ", info.worker_num,
                    " workers (set PADDLE_MASTER=host:port, as flotilla launch does)");
-    if (info.host_store && info.worker_index == 0) {
+    const bool hosts = info.host_store && info.worker_index == 0;
+    const int port = hosts ? ParseHostPort(info.store_address, "the job's master").port : 0;
+    if (hosts && (store_server_ == nullptr || store_server_->port() != port)) {
       // No launcher hosts the store (torchrun-style MASTER_ADDR, Slurm,
-      // Kubernetes): worker 0 does, on every interface, at the master's port.
-      const HostPort master = ParseHostPort(info.store_address, "the job's master");
+      // Kubernetes): worker 0 does, on every interface, at the master's port
+      // (a re-init at the same master keeps the store it hosts already).
       comm::TCPStoreServerOptions server_options;
       server_options.token = StoreSecret(info.store_address);
       server_options.tls = TlsFilesFromEnv();
-      store_server_ = comm::TCPStoreServer::Start("", master.port, std::move(server_options));
+      store_server_ = comm::TCPStoreServer::Start("", port, std::move(server_options));
       g_hosted_store = store_server_.get();
       static const bool registered = std::atexit([] {
         if (comm::TCPStoreServer* s = g_hosted_store.load()) WaitForStoreClients(*s);
       }) == 0;
       (void)registered;
-      log::Info("fleet: worker 0 hosts the job's store on port {}", master.port);
+      log::Info("fleet: worker 0 hosts the job's store on port {}", port);
     }
     store = OpenStore(info.store_address, options.timeout);
   }
@@ -124,13 +126,29 @@ void Fleet::init(const RoleMaker& role, FleetOptions options) {
   init(role, std::move(store), std::move(options));
 }
 
+void Fleet::Reset() {
+  for (int ring : rings_) UnregisterRing(ring);
+  rings_.clear();
+  group_.reset();
+  training_group_.reset();
+  store_.reset();
+  ps_.reset();
+  main_ = startup_ = nullptr;
+  saves_ = store_barriers_ = groups_made_ = 0;
+  role_.reset();
+}
+
 void Fleet::init(const RoleMaker& role, std::shared_ptr<comm::Store> store, FleetOptions options) {
-  FLOTILLA_CHECK(role_ == nullptr, InvalidArgument, "fleet::init called twice");
+  if (role_ != nullptr) {
+    Reset();
+    log::Info("fleet: re-initialised as {} (init #{})", role.name(), inits_ + 1);
+  }
+  const std::string generation = inits_++ == 0 ? "" : StrCat("/init", inits_);
   role_ = std::make_unique<RoleInfo>(role.info());
   options_ = std::move(options);
   DefaultComputeThreads(*role_);
   if (role_->role != Role::kWorker || !role_->is_collective || store == nullptr) return;
-  store_ = std::make_shared<comm::PrefixStore>("fleet/" + role_->job_id, std::move(store));
+  store_ = std::make_shared<comm::PrefixStore>("fleet/" + role_->job_id + generation, std::move(store));
   comm::ProcessGroupOptions pg;
   pg.backend = options_.backend;
   pg.timeout = options_.timeout;
@@ -144,6 +162,11 @@ void Fleet::init(const RoleMaker& role, std::shared_ptr<comm::Store> store, Flee
 
 void Fleet::CheckInit(const char* what) const {
   FLOTILLA_CHECK(role_ != nullptr, InvalidArgument, "fleet::", what, " called before fleet::init");
+}
+
+const RoleInfo& Fleet::role() const {
+  CheckInit("role");
+  return *role_;
 }
 
 bool Fleet::is_worker() const { CheckInit("is_worker"); return role_->role == Role::kWorker; }

@@ -1,5 +1,10 @@
-// The process-wide fleet behind Paddle's module-level functions.
+// The process-wide fleet behind Paddle's module-level functions, and
+// fleet.util's file sharding.
 #include "flotilla/fleet/fleet.h"
+
+#include <algorithm>
+
+#include "flotilla/common/enforce.h"
 
 namespace flotilla::fleet {
 
@@ -34,6 +39,19 @@ void save_inference_model(const Executor& exe, const std::string& dir,
                           const std::vector<std::string>& fetch_names, const Program* main,
                           const Scope* scope) {
   default_fleet().save_inference_model(exe, dir, feed_names, fetch_names, main, scope);
+}
+
+std::vector<std::string> FileShard(const std::vector<std::string>& files, int worker_index, int worker_num) {
+  FLOTILLA_CHECK(worker_num >= 1 && worker_index >= 0 && worker_index < worker_num, InvalidArgument,
+                 "get_file_shard: worker_index=", worker_index, " must be in [0, worker_num=", worker_num, ")");
+  const size_t n = static_cast<size_t>(worker_num);
+  const size_t i = static_cast<size_t>(worker_index);
+  const size_t base = files.size() / n;
+  const size_t longer = files.size() % n;  // the first `longer` blocks hold one more
+  const size_t begin = i * base + std::min(i, longer);
+  const size_t size = base + (i < longer ? 1 : 0);
+  return {files.begin() + static_cast<std::ptrdiff_t>(begin),
+          files.begin() + static_cast<std::ptrdiff_t>(begin + size)};
 }
 
 }  // namespace flotilla::fleet

@@ -72,8 +72,21 @@ const DistributeTranspiler* Fleet::ps_transpiler() const {
   return ps_ != nullptr ? ps_->transpiler.get() : nullptr;
 }
 
+bool Fleet::SkipOutsidePs(const char* what) const {
+  CheckInit(what);
+  if (ps_mode()) return false;
+  if (role_->non_distributed) {
+    log::Warn("fleet::{}() does nothing in a non-distributed fleet (a script started without a launcher)", what);
+    return true;
+  }
+  FLOTILLA_CHECK(main_ != nullptr, InvalidArgument, "fleet::", what, "() in a collective job before ",
+                 "distributed_optimizer(...).minimize(): Fleet can not find suitable runtime handler");
+  log::Warn("You should not call '{}' method for collective mode.", what);
+  return true;
+}
+
 void Fleet::init_server(const std::string& model_dir) {
-  CheckInit("init_server");
+  if (SkipOutsidePs("init_server")) return;
   FLOTILLA_CHECK(is_server(), InvalidArgument, "fleet::init_server called on a worker");
   FLOTILLA_CHECK(ps_ != nullptr, InvalidArgument,
                  "fleet::init_server before distributed_optimizer(...).minimize()");
@@ -84,7 +97,7 @@ void Fleet::init_server(const std::string& model_dir) {
 }
 
 void Fleet::run_server() {
-  CheckInit("run_server");
+  if (SkipOutsidePs("run_server")) return;
   FLOTILLA_CHECK(ps_ != nullptr && ps_->server_ready, InvalidArgument,
                  "fleet::run_server before fleet::init_server");
   Executor exe(CPUPlace());
@@ -93,7 +106,7 @@ void Fleet::run_server() {
 }
 
 void Fleet::init_worker(bool servers_loaded) {
-  CheckInit("init_worker");
+  if (SkipOutsidePs("init_worker")) return;
   FLOTILLA_CHECK(!is_server(), InvalidArgument, "fleet::init_worker called on a server");
   FLOTILLA_CHECK(ps_ != nullptr, InvalidArgument,
                  "fleet::init_worker before distributed_optimizer(...).minimize()");
@@ -109,7 +122,7 @@ void Fleet::init_worker(bool servers_loaded) {
 }
 
 void Fleet::stop_worker() {
-  CheckInit("stop_worker");
+  if (SkipOutsidePs("stop_worker")) return;
   ps::FinishTrainerRuntime();
 }
 

@@ -52,13 +52,15 @@ void CheckEndpointCount(const std::vector<std::string>& eps, int n, const std::s
 
 }  // namespace
 
-PaddleCloudRoleMaker::PaddleCloudRoleMaker(bool is_collective) {
+PaddleCloudRoleMaker::PaddleCloudRoleMaker(bool is_collective, bool non_distributed_fallback) {
   info_.is_collective = is_collective;
   info_.store_address = env::GetOr("PADDLE_MASTER", "");
   info_.job_id = env::GetOr("FLOTILLA_JOB_ID", env::GetOr("PADDLE_JOB_ID", "default"));
   info_.host_id = env::GetOr("FLOTILLA_HOST_ID", env::GetOr("SLURMD_NODENAME", ""));
   if (is_collective) {
-    ReadCollective();
+    ReadCollective(non_distributed_fallback);
+  } else if (non_distributed_fallback && !env::Get("TRAINING_ROLE") && !env::Get("PADDLE_PSERVERS_IP_PORT_LIST")) {
+    info_.non_distributed = true;  // Paddle's "back to non_distributed execution"
   } else {
     ReadParameterServer();
   }
@@ -102,8 +104,23 @@ bool RoleInEnvironment() {
   return launch::RoleEnvironment::Read(launch::ProcessEnv()).HasRank();
 }
 
-void PaddleCloudRoleMaker::ReadCollective() {
+// Paddle's collective role without a launcher: worker 0 of 1 at the one
+// endpoint PADDLE_TRAINER_ENDPOINTS names, else at Paddle's placeholder.
+// False (nothing set) when that variable lists several workers: a job of
+// several workers needs each one's rank.
+bool PaddleCloudRoleMaker::ReadAloneCollective() {
+  std::vector<std::string> eps = ReadEndpoints("PADDLE_TRAINER_ENDPOINTS");
+  if (eps.size() > 1) return false;
+  info_.non_distributed = eps.empty();
+  if (eps.empty()) eps.push_back("127.0.0.1:6170");
+  info_.worker_endpoints = eps;
+  info_.current_endpoint = env::GetOr("PADDLE_CURRENT_ENDPOINT", eps.front());
+  return true;
+}
+
+void PaddleCloudRoleMaker::ReadCollective(bool fallback) {
   const auto roles = launch::RoleEnvironment::Read(launch::ProcessEnv());
+  if (fallback && !roles.HasRank() && ReadAloneCollective()) return;
   const launch::Claim& size = RequireClaim(roles, RoleField::kWorldSize, "world size");
   const launch::Claim& rank = RequireClaim(roles, RoleField::kRank, "rank");
   info_.worker_num = *roles.Int(RoleField::kWorldSize);
@@ -164,29 +181,54 @@ void PaddleCloudRoleMaker::ReadParameterServer() {
 UserDefinedRoleMaker::UserDefinedRoleMaker(int current_id, Role role, int worker_num,
                                            std::vector<std::string> server_endpoints,
                                            std::vector<std::string> worker_endpoints,
-                                           std::string store_address) {
-  FLOTILLA_CHECK(worker_num >= 1, InvalidArgument, "UserDefinedRoleMaker: worker_num=",
-                 worker_num, " must be at least 1");
-  FLOTILLA_CHECK(role != Role::kHeterWorker, InvalidArgument, "UserDefinedRoleMaker: heter workers "
+                                           std::string store_address)
+    : UserDefinedRoleMaker(UserDefinedRole{.current_id = current_id,
+                                           .role = role,
+                                           .worker_num = worker_num,
+                                           .worker_endpoints = std::move(worker_endpoints),
+                                           .server_endpoints = std::move(server_endpoints),
+                                           .store_address = std::move(store_address)}) {}
+
+namespace {
+
+// worker_num, or the number of worker endpoints when it is 0 (Paddle's rule).
+int InferWorkerNum(const UserDefinedRole& r) {
+  const int listed = static_cast<int>(r.worker_endpoints.size());
+  FLOTILLA_CHECK(r.worker_num >= 0, InvalidArgument, "UserDefinedRoleMaker: worker_num=",
+                 r.worker_num, " must be at least 1");
+  FLOTILLA_CHECK(r.worker_num > 0 || listed > 0, InvalidArgument, "UserDefinedRoleMaker: ",
+                 "give worker_num or worker_endpoints (worker_num=0 and no worker_endpoints)");
+  FLOTILLA_CHECK(r.worker_num == 0 || listed == 0 || r.worker_num == listed, InvalidArgument,
+                 "UserDefinedRoleMaker: worker_num=", r.worker_num, " but worker_endpoints lists ",
+                 listed, " workers (", Join(r.worker_endpoints, ","), ")");
+  for (const auto& ep : r.worker_endpoints) ParseHostPort(ep, "UserDefinedRoleMaker worker_endpoints");
+  for (const auto& ep : r.server_endpoints) ParseHostPort(ep, "UserDefinedRoleMaker server_endpoints");
+  return r.worker_num > 0 ? r.worker_num : listed;
+}
+
+}  // namespace
+
+UserDefinedRoleMaker::UserDefinedRoleMaker(const UserDefinedRole& r) {
+  FLOTILLA_CHECK(r.role != Role::kHeterWorker, InvalidArgument, "UserDefinedRoleMaker: heter workers "
                  "read their place from the environment (PaddleCloudRoleMaker, TRAINING_ROLE=HETER_TRAINER)");
-  info_.role = role;
-  info_.is_collective = server_endpoints.empty();
-  info_.worker_num = worker_num;
-  info_.server_endpoints = std::move(server_endpoints);
-  info_.worker_endpoints = std::move(worker_endpoints);
-  info_.store_address = std::move(store_address);
+  info_.role = r.role;
+  info_.is_collective = r.is_collective.value_or(r.server_endpoints.empty());
+  FLOTILLA_CHECK(!info_.is_collective || r.role == Role::kWorker, InvalidArgument,
+                 "UserDefinedRoleMaker: a collective job has no servers (role=SERVER with is_collective)");
+  info_.worker_num = InferWorkerNum(r);
+  if (!info_.is_collective) info_.server_endpoints = r.server_endpoints;
+  info_.worker_endpoints = r.worker_endpoints;
+  info_.store_address = r.store_address;
   info_.job_id = "default";
-  int limit = role == Role::kWorker ? worker_num : static_cast<int>(info_.server_endpoints.size());
-  FLOTILLA_CHECK(current_id >= 0 && current_id < limit, InvalidArgument,
-                 "UserDefinedRoleMaker: current_id=", current_id, " must be in [0, ", limit,
-                 ") for a ", role == Role::kWorker ? "worker" : "server");
-  if (role == Role::kWorker) {
-    info_.worker_index = current_id;
-  } else {
-    info_.worker_index = -1;
-    info_.server_index = current_id;
-    info_.current_endpoint = info_.server_endpoints[current_id];
-  }
+  const bool worker = r.role == Role::kWorker;
+  const int limit = worker ? info_.worker_num : static_cast<int>(info_.server_endpoints.size());
+  FLOTILLA_CHECK(r.current_id >= 0 && r.current_id < limit, InvalidArgument,
+                 "UserDefinedRoleMaker: current_id=", r.current_id, " must be in [0, ", limit,
+                 ") for a ", worker ? "worker" : "server");
+  const auto& own = worker ? info_.worker_endpoints : info_.server_endpoints;
+  if (static_cast<size_t>(r.current_id) < own.size()) info_.current_endpoint = own[r.current_id];
+  info_.worker_index = worker ? r.current_id : -1;
+  if (!worker) info_.server_index = r.current_id;
 }
 
 UserDefinedRoleMaker& UserDefinedRoleMaker::set_host_id(std::string host_id) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "flotilla/common/error.h"
+#include "flotilla/fleet/fleet.h"
 
 namespace flotilla::fleet {
 namespace {
@@ -197,6 +198,105 @@ TEST(UserDefinedRoleMaker, WorkerAndServer) {
   EXPECT_EQ(server.current_endpoint(), "127.0.0.1:1");
   EXPECT_NE(ErrorOf([] { UserDefinedRoleMaker r(3, Role::kWorker, 3); }).find("current_id=3"), std::string::npos);
   EXPECT_NE(ErrorOf([] { UserDefinedRoleMaker r(0, Role::kWorker, 0); }).find("worker_num=0"), std::string::npos);
+}
+
+TEST(UserDefinedRoleMaker, PaddleArgumentsInferTheWorkerCount) {
+  UserDefinedRoleMaker ps(UserDefinedRole{.current_id = 1, .role = Role::kWorker,
+                                          .worker_endpoints = {"127.0.0.1:6003", "127.0.0.1:6004"},
+                                          .server_endpoints = {"127.0.0.1:6001"}});
+  EXPECT_EQ(ps.worker_num(), 2);
+  EXPECT_FALSE(ps.info().is_collective);
+  EXPECT_EQ(ps.current_endpoint(), "127.0.0.1:6004");
+  EXPECT_EQ(ps.server_num(), 1);
+  UserDefinedRoleMaker collective(UserDefinedRole{.current_id = 0, .is_collective = true,
+                                                  .worker_endpoints = {"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"},
+                                                  .server_endpoints = {"127.0.0.1:9"}});
+  EXPECT_EQ(collective.worker_num(), 3);
+  EXPECT_TRUE(collective.info().is_collective);
+  EXPECT_EQ(collective.server_num(), 0) << "a collective role ignores server endpoints";
+  const std::string disagree = ErrorOf([] {
+    UserDefinedRoleMaker r(UserDefinedRole{.worker_num = 3, .worker_endpoints = {"127.0.0.1:1", "127.0.0.1:2"}});
+  });
+  EXPECT_NE(disagree.find("worker_num=3 but worker_endpoints lists 2"), std::string::npos) << disagree;
+  EXPECT_NE(ErrorOf([] { UserDefinedRoleMaker r(UserDefinedRole{}); }).find("give worker_num or worker_endpoints"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] {
+              UserDefinedRoleMaker r(UserDefinedRole{.role = Role::kServer, .worker_num = 1, .is_collective = true});
+            }).find("collective job has no servers"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] { UserDefinedRoleMaker r(UserDefinedRole{.worker_endpoints = {"nonsense"}}); })
+                .find("worker_endpoints"),
+            std::string::npos);
+}
+
+TEST(PaddleCloudRoleMaker, NonDistributedFallbackAsPaddle) {
+  {
+    ScopedEnv env(Vars{});
+    PaddleCloudRoleMaker role(true, /*non_distributed_fallback=*/true);
+    EXPECT_TRUE(role.info().non_distributed);
+    EXPECT_EQ(role.worker_num(), 1);
+    EXPECT_EQ(role.worker_endpoints(), std::vector<std::string>{"127.0.0.1:6170"});
+    PaddleCloudRoleMaker ps(false, true);
+    EXPECT_TRUE(ps.info().non_distributed);
+    EXPECT_FALSE(ps.info().is_collective);
+    EXPECT_TRUE(ps.is_first_worker());
+    EXPECT_EQ(ps.server_num(), 0);
+  }
+  {
+    // Paddle's test_fleet_base environment: one endpoint, no rank.
+    ScopedEnv env({{"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:36000"}, {"PADDLE_TRAINERS_NUM", "2"}});
+    PaddleCloudRoleMaker role(true, true);
+    EXPECT_FALSE(role.info().non_distributed);
+    EXPECT_EQ(role.worker_num(), 1);
+    EXPECT_EQ(role.current_endpoint(), "127.0.0.1:36000");
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true); }).find("PADDLE_TRAINER_ID"), std::string::npos)
+        << "without the fallback the rank is required";
+  }
+  {
+    ScopedEnv env(Vars{{"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:1,127.0.0.1:2"}});
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true, true); }).find("PADDLE_TRAINER_ID"), std::string::npos)
+        << "several workers need each one's rank";
+  }
+  {
+    ScopedEnv env({{"TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", "2"}});
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(false, true); }).find("PADDLE_PSERVERS_IP_PORT_LIST"),
+              std::string::npos);
+  }
+}
+
+TEST(FileShard, ContiguousBlocksTheFirstOnesLonger) {
+  const std::vector<std::string> five = {"a", "b", "c", "d", "e"};
+  EXPECT_EQ(FileShard(five, 0, 2), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(FileShard(five, 1, 2), (std::vector<std::string>{"d", "e"}));
+  EXPECT_EQ(FileShard({"a", "b"}, 2, 3), std::vector<std::string>{});
+  EXPECT_EQ(FileShard({}, 0, 1), std::vector<std::string>{});
+  for (int n = 1; n <= 6; ++n) {
+    std::vector<std::string> joined;
+    for (int i = 0; i < n; ++i) {
+      for (auto& f : FileShard(five, i, n)) joined.push_back(f);
+    }
+    EXPECT_EQ(joined, five) << n << " workers";
+  }
+  EXPECT_NE(ErrorOf([] { FileShard({"a"}, 2, 2); }).find("worker_index=2"), std::string::npos);
+}
+
+TEST(Fleet, InitAgainReinitialisesAndCollectiveCallsActAsPaddle) {
+  Fleet fleet;
+  fleet.init(UserDefinedRoleMaker(0, Role::kServer, 2, {"127.0.0.1:1"}));
+  EXPECT_TRUE(fleet.is_server());
+  fleet.init(UserDefinedRoleMaker(0, Role::kWorker, 1));
+  EXPECT_TRUE(fleet.is_first_worker());
+  EXPECT_EQ(fleet.role().server_endpoints.size(), 0u);
+  const std::string e = ErrorOf([&] { fleet.init_worker(); });
+  EXPECT_NE(e.find("Fleet can not find suitable runtime handler"), std::string::npos) << e;
+  EXPECT_NE(ErrorOf([&] { fleet.stop_worker(); }).find("stop_worker"), std::string::npos);
+  {
+    ScopedEnv env(Vars{});
+    fleet.init(PaddleCloudRoleMaker(false, true));
+  }
+  EXPECT_TRUE(fleet.role().non_distributed);
+  EXPECT_EQ(ErrorOf([&] { fleet.init_worker(); fleet.stop_worker(); fleet.run_server(); }), "")
+      << "a non-distributed fleet warns and goes on";
 }
 
 TEST(MPISymetricRoleMaker, ReadsOpenMpiVariables) {

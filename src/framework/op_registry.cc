@@ -51,6 +51,23 @@ void OpRegistry::Register(OpInfo info) {
   ops_.emplace(std::move(type), std::move(info));
 }
 
+void OpRegistry::RegisterWithGrad(OpInfo forward, GradSlots grad, KernelFn grad_kernel) {
+  FLOTILLA_CHECK(!forward.grad_maker, InvalidArgument, "op '", forward.type,
+                 "': RegisterWithGrad makes the grad maker; the OpInfo must not have one");
+  const std::string grad_type = forward.type + "_grad";
+  OpInfo backward{.type = grad_type,
+                  .infer_shape = grad.infer_shape ? grad.infer_shape : InferGradShapeLikeForward,
+                  .kernels = {{Place::Kind::kCPU, std::move(grad_kernel)}},
+                  .default_attrs = forward.default_attrs};
+  forward.grad_maker = [grad_type, slots = std::move(grad)](const OpDesc& fwd) -> std::vector<OpDesc> {
+    return GradOpBuilder(fwd, grad_type).ForwardInputs(slots.forward_inputs)
+        .ForwardOutputs(slots.forward_outputs).OutputGrads(slots.output_grads)
+        .InputGrads(slots.input_grads);
+  };
+  Register(std::move(forward));
+  Register(std::move(backward));
+}
+
 const OpInfo* OpRegistry::Find(const std::string& type) const {
   auto it = ops_.find(type);
   return it == ops_.end() ? nullptr : &it->second;

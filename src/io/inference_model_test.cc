@@ -7,14 +7,14 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/io/checkpoint.h"
-#include "io/testing/run_process.h"
+#include "io/testing/inference_helper.h"
 #include "io/testing/temp_dir.h"
 
 namespace flotilla::io {
 namespace {
 
 using testing::TempDir;
-using testing::RunProcess;
+using testing::RunInferenceHelper;
 
 // pred = x·w + b, plus a training tail (a loss over a label) that the
 // inference model must not carry.
@@ -87,7 +87,7 @@ TEST_F(InferenceModelTest, AFreshProcessGivesTheTrainingProgramsPredictions) {
   const std::string dir = tmp / "model";
   SaveInferenceModel(dir, {"x"}, {"pred"}, exe, main, scope);
   SaveTensor(tmp / "x.tensor", x);
-  ASSERT_EQ(RunProcess({testing::InferenceHelperPath(), dir, tmp.path(), tmp / "x.tensor"}), 0);
+  ASSERT_EQ(RunInferenceHelper(dir, tmp.path(), {tmp / "x.tensor"}), 0);
   Tensor out = LoadTensor(tmp / "fetch_0.tensor");
   EXPECT_EQ(out.dims(), (Dims{2, 3}));
   EXPECT_EQ(out.ToVector<float>(), expected);

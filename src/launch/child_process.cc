@@ -1,4 +1,4 @@
-#include "launch/child_process.h"
+#include "flotilla/launch/child_process.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -45,7 +45,7 @@ std::string PathOf(const std::vector<std::string>& env) {
 
 // Runs in the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void ExecChild(pid_t launcher, const char* program, char** argv, char** envp,
-                            int output_fd, int error_pipe) {
+                            int output_fd, int error_fd, int error_pipe) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != launcher) _exit(127);  // the launcher died before prctl took effect
@@ -53,8 +53,8 @@ std::string PathOf(const std::vector<std::string>& env) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD}) signal(sig, SIG_DFL);
-  dup2(output_fd, STDOUT_FILENO);
-  dup2(output_fd, STDERR_FILENO);
+  if (output_fd >= 0) dup2(output_fd, STDOUT_FILENO);
+  if (error_fd >= 0 || output_fd >= 0) dup2(error_fd >= 0 ? error_fd : output_fd, STDERR_FILENO);
   int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
   execve(program, argv, envp);
@@ -76,7 +76,7 @@ pid_t Spawn(const SpawnOptions& options) {
   const pid_t pid = fork();
   if (pid == 0) {
     ExecChild(launcher, program.c_str(), argv.data(), envp.data(), options.output_fd,
-              error_pipe[1]);
+              options.error_fd, error_pipe[1]);
   }
   close(error_pipe[1]);
   int err = 0;

@@ -24,7 +24,7 @@ std::string EnvTable(const std::string& title, const EnvList& env);
 // the servers' list in ps mode).
 std::string EndpointsLog(const ClusterSpec& spec);
 
-// The ABORT report: seed 002's line
+// The ABORT report, in Paddle launcher's words:
 //   ABORT!!! Out of all N trainers, the trainer process with rank=[2,3] was
 //   aborted. Please check its log.
 // (and its server counterpart), then for each failed process its cause and

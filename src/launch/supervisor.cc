@@ -12,7 +12,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
-#include "launch/child_process.h"
+#include "flotilla/launch/child_process.h"
 #include "launch/log_file.h"
 
 namespace flotilla::launch {

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "flotilla/common/enforce.h"
+#include "ps/call_plan.h"
+#include "ps/client_impl.h"
 #include "ps/payload.h"
 #include "ps/row_copy.h"
 #include "ps/rpc_fanout.h"
@@ -18,51 +20,6 @@ namespace flotilla::ps {
 
 using Stub = rpc::PsService::Stub;
 using Done = std::function<void(grpc::Status)>;
-
-class PsClient::Impl {
- public:
-  Impl(std::vector<std::string> eps, int trainer_id, int num_trainers, PsClientOptions opts)
-      : endpoints(std::move(eps)), trainer_id(trainer_id), num_trainers(num_trainers),
-        options(std::move(opts)), fanout(endpoints, options) {}
-
-  // One request per server holding a block of any var; values copied in when `with_values`.
-  // The requests are this thread's reused messages (see Reused).
-  std::vector<rpc::PushDenseRequest>& SplitDense(std::span<const DenseVar> vars, bool with_values) const;
-  void SendDense(const char* method, std::vector<rpc::PushDenseRequest>& reqs, rpc::DenseWrite write);
-  void SendSparse(const char* method, const std::string& name, std::span<const int64_t> keys,
-                  const Tensor& values, rpc::DenseWrite write, bool delta,
-                  std::optional<float> lr = std::nullopt);
-  // Where a batch's keys go: server[i] holds key i (empty when there is
-  // one server), count[s] keys go to server s.
-  struct KeyRoute {
-    std::vector<uint32_t> server;
-    std::vector<size_t> count;
-    uint32_t ServerOf(size_t i) const { return server.empty() ? 0 : server[i]; }
-  };
-  KeyRoute Route(std::span<const int64_t> keys) const;
-  // The pull behind both PullSparse overloads: rows(positions, bytes, dim)
-  // receives rows [positions.size(), dim] as unaligned bytes straight from
-  // a reply (see PsClient::RowSink for the rest of the contract).
-  using RowBytes = std::function<void(std::span<const uint32_t> positions, const char* rows, int64_t dim)>;
-  void PullRows(const std::string& name, std::span<const int64_t> keys, const RowBytes& rows);
-
-  std::vector<std::string> endpoints;
-  int trainer_id;
-  int num_trainers;
-  PsClientOptions options;
-  RpcFanout fanout;
-  std::atomic<bool> finished{false};
-  // Push request ids: a random base per client, then a counter (see RequestDedup).
-  std::atomic<uint64_t> next_request_id{RandomId()};
-  uint64_t NewRequestId() {
-    uint64_t id = next_request_id.fetch_add(1);
-    return id == 0 ? next_request_id.fetch_add(1) : id;
-  }
-  static uint64_t RandomId() {
-    std::random_device rd;
-    return (uint64_t{rd()} << 32) ^ rd();
-  }
-};
 
 namespace {
 
@@ -102,89 +59,6 @@ std::vector<std::vector<uint32_t>>& ReusedPositions(const std::vector<size_t>& c
   return positions;
 }
 
-// How a sparse call's keys map onto RPCs: server s's share goes to calls
-// first[s] .. first[s] + parts - 1, each of part_size[s] keys (the last
-// fewer), in the order the keys come.
-struct CallPlan {
-  std::vector<int> server;               // per call
-  std::vector<size_t> count;             // per call
-  std::vector<size_t> first, part_size;  // per server
-};
-
-// One call per server with keys, or, for a share above `split_keys`, parts
-// of about that size, at most `max_calls` in all (never fewer than one per
-// server).
-CallPlan PlanCalls(const std::vector<size_t>& count, size_t split_keys, size_t max_calls) {
-  const size_t active = std::count_if(count.begin(), count.end(), [](size_t c) { return c > 0; });
-  const size_t max_parts = std::max<size_t>(1, max_calls / std::max<size_t>(1, active));
-  const size_t split = std::max<size_t>(1, split_keys);
-  CallPlan plan;
-  plan.first.assign(count.size(), 0);
-  plan.part_size.assign(count.size(), 0);
-  for (size_t s = 0; s < count.size(); ++s) {
-    if (count[s] == 0) continue;
-    const size_t parts = std::clamp<size_t>(count[s] / split + (count[s] % split != 0), 1, max_parts);
-    plan.part_size[s] = (count[s] + parts - 1) / parts;
-    plan.first[s] = plan.server.size();
-    for (size_t left = count[s]; left > 0; left -= std::min(left, plan.part_size[s])) {
-      plan.server.push_back(static_cast<int>(s));
-      plan.count.push_back(std::min(left, plan.part_size[s]));
-    }
-  }
-  return plan;
-}
-
-// Visits the keys in order with the call each belongs to: fn(i, call).
-// When no server's share is split, a key's call is its server's one call.
-template <typename Fn>
-void ForEachPlannedKey(const CallPlan& plan, const PsClient::Impl::KeyRoute& route, size_t keys,
-                       Fn&& fn) {
-  bool split = false;
-  for (size_t s = 0; s < route.count.size(); ++s) split |= route.count[s] > plan.part_size[s];
-  if (!split) {
-    for (size_t i = 0; i < keys; ++i) fn(i, plan.first[route.ServerOf(i)]);
-    return;
-  }
-  std::vector<size_t> call(plan.first), left(plan.part_size);
-  for (size_t i = 0; i < keys; ++i) {
-    const uint32_t s = route.ServerOf(i);
-    if (left[s] == 0) {
-      ++call[s];
-      left[s] = plan.part_size[s];
-    }
-    --left[s];
-    fn(i, call[s]);
-  }
-}
-
-// Fills each call's positions (and with kWithKeys its keys, at
-// key_out[c], unaligned) in key order, in one pass over the keys. One call
-// takes every key in order.
-template <bool kWithKeys>
-void PlaceKeys(const CallPlan& plan, const PsClient::Impl::KeyRoute& route,
-               std::span<const int64_t> keys, std::vector<std::vector<uint32_t>>& positions,
-               char* const* key_out) {
-  const size_t calls = plan.server.size();
-  if (calls == 1) {
-    std::iota(positions[0].begin(), positions[0].end(), 0u);
-    if (kWithKeys) std::memcpy(key_out[0], keys.data(), keys.size_bytes());
-    return;
-  }
-  std::vector<uint32_t*> pos(calls);
-  std::vector<char*> out(calls, nullptr);
-  for (size_t c = 0; c < calls; ++c) {
-    pos[c] = positions[c].data();
-    if (kWithKeys) out[c] = key_out[c];
-  }
-  ForEachPlannedKey(plan, route, keys.size(), [&](size_t i, size_t c) {
-    *pos[c]++ = static_cast<uint32_t>(i);
-    if (kWithKeys) {
-      std::memcpy(out[c], &keys[i], sizeof(int64_t));
-      out[c] += sizeof(int64_t);
-    }
-  });
-}
-
 // Hands one server's rows of table `name` (its reply `got`) to `sink`,
 // checking them: the table asked for, `positions.size()` rows, and the
 // width `dim` the other servers answered with (-1 until the first).
@@ -208,14 +82,6 @@ const std::string& RawMethod(std::string_view method) {
   return method == "PullSparse" ? pull : method == "PushDelta" ? delta : push;
 }
 
-// A pull's plan: shares above pull_split_keys are split, using at most
-// pull_calls calls, or this machine's cores (read once: hardware_concurrency
-// reads sysfs).
-CallPlan PlanPull(const std::vector<size_t>& count, const PsClientOptions& o) {
-  static const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t split = static_cast<size_t>(std::max<int64_t>(1, o.pull_split_keys));
-  return PlanCalls(count, split, o.pull_calls > 0 ? static_cast<size_t>(o.pull_calls) : cores);
-}
 
 }  // namespace
 
@@ -596,92 +462,6 @@ std::future<Tensor> PsClient::PullSparseAsync(std::string name, std::vector<int6
   return std::async(std::launch::async, [this, name = std::move(name), keys = std::move(keys)] {
     return PullSparse(name, keys);
   });
-}
-
-void PsClient::Barrier() {
-  rpc::BarrierRequest req;
-  req.set_trainer_id(impl_->trainer_id);
-  std::vector<rpc::Ack> acks(num_servers());
-  std::vector<ServerCall> calls;
-  for (int s = 0; s < num_servers(); ++s) {
-    calls.push_back({s, [&req, ack = &acks[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
-                       stub->async()->Barrier(ctx, &req, ack, std::move(done));
-                     }});
-  }
-  impl_->fanout.Run("Barrier", calls, impl_->options.barrier_timeout);
-}
-
-namespace {
-
-// Control calls that send the same request to every server.
-template <typename Req, typename Method>
-std::vector<ServerCall> SameCallEverywhere(int n, const Req* req, std::vector<rpc::Ack>* acks,
-                                           Method method) {
-  acks->resize(n);
-  std::vector<ServerCall> calls;
-  for (int s = 0; s < n; ++s) {
-    calls.push_back({s, [req, ack = &(*acks)[s], method](Stub* stub, grpc::ClientContext* ctx,
-                                                         Done done) {
-                       method(stub->async(), ctx, req, ack, std::move(done));
-                     }});
-  }
-  return calls;
-}
-
-}  // namespace
-
-void PsClient::Save(const std::string& dir) {
-  rpc::PathRequest req;
-  req.set_dir(dir);
-  std::vector<rpc::Ack> acks;
-  impl_->fanout.Run("Save",
-                    SameCallEverywhere(num_servers(), &req, &acks,
-                                       [](auto* a, auto... args) { a->Save(args...); }),
-                    impl_->options.table_io_timeout);
-}
-
-void PsClient::Load(const std::string& dir) {
-  rpc::PathRequest req;
-  req.set_dir(dir);
-  std::vector<rpc::Ack> acks;
-  impl_->fanout.Run("Load",
-                    SameCallEverywhere(num_servers(), &req, &acks,
-                                       [](auto* a, auto... args) { a->Load(args...); }),
-                    impl_->options.table_io_timeout);
-}
-
-int64_t PsClient::Shrink() {
-  rpc::TrainerRequest req;
-  req.set_trainer_id(impl_->trainer_id);
-  std::vector<rpc::ShrinkResponse> resps(num_servers());
-  std::vector<ServerCall> calls;
-  for (int s = 0; s < num_servers(); ++s) {
-    calls.push_back({s, [&req, resp = &resps[s]](Stub* stub, grpc::ClientContext* ctx, Done done) {
-                       stub->async()->Shrink(ctx, &req, resp, std::move(done));
-                     }});
-  }
-  impl_->fanout.Run("Shrink", calls, impl_->options.table_io_timeout);
-  int64_t dropped = 0;
-  for (const auto& r : resps) dropped += r.dropped();
-  return dropped;
-}
-
-void PsClient::Finish() {
-  if (impl_->finished.exchange(true)) return;
-  rpc::TrainerRequest req;
-  req.set_trainer_id(impl_->trainer_id);
-  std::vector<rpc::Ack> acks;
-  impl_->fanout.Run("TrainerFinished",
-                    SameCallEverywhere(num_servers(), &req, &acks,
-                                       [](auto* a, auto... args) { a->TrainerFinished(args...); }));
-}
-
-void PsClient::StopServers() {
-  rpc::TrainerRequest req;
-  req.set_trainer_id(impl_->trainer_id);
-  std::vector<rpc::Ack> acks;
-  impl_->fanout.Run("Stop", SameCallEverywhere(num_servers(), &req, &acks,
-                                               [](auto* a, auto... args) { a->Stop(args...); }));
 }
 
 std::string PsClient::Echo(int server, const std::string& payload, int64_t reply_bytes) {

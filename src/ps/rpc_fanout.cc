@@ -4,8 +4,8 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "flotilla/common/enforce.h"
@@ -60,7 +60,7 @@ RpcFanout::~RpcFanout() = default;
 namespace {
 
 // The progress of one call of a fan-out. Only the waiting thread touches
-// it; completions arrive through FanoutEvents.
+// it; completions arrive through the round's events.
 struct CallSlot {
   std::unique_ptr<grpc::ClientContext> ctx;  // of the attempt in flight or last finished
   bool in_flight = false;
@@ -68,14 +68,40 @@ struct CallSlot {
   std::chrono::milliseconds backoff{50};
 };
 
-// Completed calls, handed from gRPC's threads to the waiting one.
-struct FanoutEvents {
+}  // namespace
+
+// One Run in progress, on Run's stack: gRPC's threads push the indices of
+// finished calls onto `finished` (under mu) and write their outcomes; every
+// other field belongs to the waiting thread. The calls reference this
+// frame, so a round ends only when none is in flight.
+struct RpcFanout::Round {
+  Round(const char* method, const std::vector<ServerCall>& calls,
+        const std::vector<std::string>& endpoints, std::chrono::milliseconds attempt_timeout)
+      : calls(calls), outcomes(calls.size()), slots(calls.size()), traced(method, calls, endpoints),
+        attempt_timeout(attempt_timeout) {}
+
+  bool AnyInFlight() const {
+    return std::any_of(slots.begin(), slots.end(), [](const CallSlot& s) { return s.in_flight; });
+  }
+  Clock::time_point NextRetry() const {
+    auto due = Clock::time_point::max();
+    for (const CallSlot& slot : slots) due = std::min(due, slot.retry_at);
+    return due;
+  }
+
+  const std::vector<ServerCall>& calls;
+  std::vector<Outcome> outcomes;
+  std::vector<CallSlot> slots;
+  FanoutTrace traced;
+  std::chrono::milliseconds attempt_timeout;
+  Clock::time_point give_up;
+  size_t ok = 0;
+  std::optional<size_t> fatal;    // the call that failed for good
+  std::exception_ptr sink_error;  // thrown by an on_ok
   std::mutex mu;
   std::condition_variable cv;
   std::deque<size_t> finished;  // guarded by mu
 };
-
-}  // namespace
 
 std::unique_ptr<grpc::ClientContext> RpcFanout::NewContext(std::chrono::milliseconds timeout) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
@@ -91,103 +117,118 @@ std::unique_ptr<grpc::ClientContext> RpcFanout::NewContext(std::chrono::millisec
 // barrier is not left waiting when another server is gone.
 void RpcFanout::Run(const char* method, const std::vector<ServerCall>& calls,
                     std::chrono::milliseconds attempt_timeout) const {
-  const size_t n = calls.size();
-  std::vector<Outcome> outcomes(n);
-  std::vector<CallSlot> slots(n);
-  FanoutEvents events;
-  FanoutTrace traced(method, calls, endpoints_);
-  auto issue = [&](size_t i) {
-    traced.Issued(i);
-    slots[i].ctx = NewContext(attempt_timeout);
-    slots[i].in_flight = true;
-    ++outcomes[i].attempts;
-    auto done = [&events, &outcomes, i](grpc::Status st) {
-      std::lock_guard<std::mutex> lock(events.mu);
-      outcomes[i].status = std::move(st);
-      events.finished.push_back(i);
-      events.cv.notify_all();
-    };
-    calls[i].start(stubs_[calls[i].server].get(), slots[i].ctx.get(), std::move(done));
+  Round round(method, calls, endpoints_, attempt_timeout);
+  for (size_t i = 0; i < calls.size(); ++i) Issue(round, i);
+  round.give_up = Clock::now() + options_.retry_timeout;
+  std::unique_lock<std::mutex> lock(round.mu);
+  AwaitAll(round, lock);
+  if (!round.fatal) return;
+  CancelAndDrain(round, lock);
+  lock.unlock();
+  if (round.sink_error) std::rethrow_exception(round.sink_error);
+  Report(method, round);
+}
+
+void RpcFanout::Issue(Round& round, size_t i) const {
+  round.traced.Issued(i);
+  CallSlot& slot = round.slots[i];
+  slot.ctx = NewContext(round.attempt_timeout);
+  slot.in_flight = true;
+  ++round.outcomes[i].attempts;
+  auto done = [&round, i](grpc::Status st) {
+    std::lock_guard<std::mutex> lock(round.mu);
+    round.outcomes[i].status = std::move(st);
+    round.finished.push_back(i);
+    round.cv.notify_all();
   };
-  for (size_t i = 0; i < n; ++i) issue(i);
-  const auto give_up = Clock::now() + options_.retry_timeout;
-  size_t ok = 0;
-  std::optional<size_t> fatal;
-  std::exception_ptr sink_error;  // thrown by an on_ok
-  std::unique_lock<std::mutex> lock(events.mu);
-  while (ok < n && !fatal) {
-    auto due = Clock::time_point::max();
-    for (const CallSlot& slot : slots) due = std::min(due, slot.retry_at);
-    auto arrived = [&] { return !events.finished.empty(); };
+  const ServerCall& call = round.calls[i];
+  call.start(stubs_[call.server].get(), slot.ctx.get(), std::move(done));
+}
+
+void RpcFanout::AwaitAll(Round& round, std::unique_lock<std::mutex>& lock) const {
+  while (round.ok < round.calls.size() && !round.fatal) {
+    const auto due = round.NextRetry();
+    auto arrived = [&] { return !round.finished.empty(); };
     if (due == Clock::time_point::max()) {
-      events.cv.wait(lock, arrived);
+      round.cv.wait(lock, arrived);
     } else {
-      events.cv.wait_until(lock, due, arrived);
+      round.cv.wait_until(lock, due, arrived);
     }
-    while (!events.finished.empty()) {
-      const size_t i = events.finished.front();
-      events.finished.pop_front();
-      CallSlot& slot = slots[i];
-      slot.in_flight = false;
-      const Outcome& o = outcomes[i];
-      if (o.status.ok()) {
-        ++ok;
-        if (calls[i].on_ok && !fatal) {
-          lock.unlock();  // completions of the other calls go on meanwhile
-          try {
-            calls[i].on_ok();
-          } catch (...) {
-            sink_error = std::current_exception();
-            fatal = i;
-          }
-          lock.lock();
-        }
-        if (!fatal || *fatal != i) traced.Finished(i, true);
-      } else if (o.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-                 o.attempts < options_.max_attempts && Clock::now() + slot.backoff < give_up) {
-        slot.retry_at = Clock::now() + slot.backoff;
-        slot.backoff = std::min(slot.backoff * 2, std::chrono::milliseconds(1000));
-      } else if (!fatal) {
-        fatal = i;
+    while (!round.finished.empty()) {
+      const size_t i = round.finished.front();
+      round.finished.pop_front();
+      Settle(round, i, lock);
+    }
+    ReissueDue(round, lock);
+  }
+}
+
+// A finished call: success (its on_ok runs, unlocked, while the others go
+// on), a retry scheduled for UNAVAILABLE within the limits, or the round's
+// fatal failure.
+void RpcFanout::Settle(Round& round, size_t i, std::unique_lock<std::mutex>& lock) const {
+  CallSlot& slot = round.slots[i];
+  slot.in_flight = false;
+  const Outcome& o = round.outcomes[i];
+  if (o.status.ok()) {
+    ++round.ok;
+    const ServerCall& call = round.calls[i];
+    if (call.on_ok && !round.fatal) {
+      lock.unlock();
+      try {
+        call.on_ok();
+      } catch (...) {
+        round.sink_error = std::current_exception();
+        round.fatal = i;
       }
-    }
-    for (size_t i = 0; i < n && !fatal; ++i) {
-      if (slots[i].retry_at > Clock::now()) continue;
-      slots[i].retry_at = Clock::time_point::max();
-      lock.unlock();  // a call may complete inline and take the lock
-      issue(i);
       lock.lock();
     }
+    if (!round.fatal || *round.fatal != i) round.traced.Finished(i, true);
+  } else if (o.status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+             o.attempts < options_.max_attempts && Clock::now() + slot.backoff < round.give_up) {
+    slot.retry_at = Clock::now() + slot.backoff;
+    slot.backoff = std::min(slot.backoff * 2, std::chrono::milliseconds(1000));
+  } else if (!round.fatal) {
+    round.fatal = i;
   }
-  if (!fatal) return;
-  // Cancel what is still in flight and wait for it: the calls reference
-  // this frame's outcomes and contexts.
-  for (CallSlot& slot : slots) {
+}
+
+void RpcFanout::ReissueDue(Round& round, std::unique_lock<std::mutex>& lock) const {
+  for (size_t i = 0; i < round.calls.size() && !round.fatal; ++i) {
+    if (round.slots[i].retry_at > Clock::now()) continue;
+    round.slots[i].retry_at = Clock::time_point::max();
+    lock.unlock();  // a call may complete inline and take the lock
+    Issue(round, i);
+    lock.lock();
+  }
+}
+
+// Cancels what is still in flight and waits for it: the calls reference
+// the round's outcomes and contexts.
+void RpcFanout::CancelAndDrain(Round& round, std::unique_lock<std::mutex>& lock) {
+  for (CallSlot& slot : round.slots) {
     if (slot.in_flight) slot.ctx->TryCancel();
   }
-  auto any_in_flight = [&] {
-    return std::any_of(slots.begin(), slots.end(), [](const CallSlot& s) { return s.in_flight; });
-  };
-  while (any_in_flight()) {
-    events.cv.wait(lock, [&] { return !events.finished.empty(); });
-    while (!events.finished.empty()) {
-      slots[events.finished.front()].in_flight = false;
-      events.finished.pop_front();
+  while (round.AnyInFlight()) {
+    round.cv.wait(lock, [&] { return !round.finished.empty(); });
+    while (!round.finished.empty()) {
+      round.slots[round.finished.front()].in_flight = false;
+      round.finished.pop_front();
     }
   }
-  if (sink_error) {
-    lock.unlock();
-    std::rethrow_exception(sink_error);
-  }
+}
+
+// Throws the fatal call's error, naming the other servers that failed too.
+void RpcFanout::Report(const char* method, Round& round) const {
+  const size_t fatal = *round.fatal;
   std::string others;
-  for (size_t i = 0; i < n; ++i) {
-    const grpc::StatusCode code = outcomes[i].status.error_code();
-    if (i == *fatal || code == grpc::StatusCode::OK || code == grpc::StatusCode::CANCELLED) continue;
-    others += Describe(calls[i], outcomes[i]);
+  for (size_t i = 0; i < round.calls.size(); ++i) {
+    const grpc::StatusCode code = round.outcomes[i].status.error_code();
+    if (i == fatal || code == grpc::StatusCode::OK || code == grpc::StatusCode::CANCELLED) continue;
+    others += Describe(round.calls[i], round.outcomes[i]);
   }
-  lock.unlock();
-  traced.Finished(*fatal, false);
-  Throw(method, calls[*fatal], outcomes[*fatal], attempt_timeout, others);
+  round.traced.Finished(fatal, false);
+  Throw(method, round.calls[fatal], round.outcomes[fatal], round.attempt_timeout, others);
 }
 
 std::string RpcFanout::Describe(const ServerCall& call, const Outcome& o) const {

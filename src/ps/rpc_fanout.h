@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,16 @@ class RpcFanout {
     grpc::Status status;
     int attempts = 0;
   };
+  struct Round;  // one Run in progress (rpc_fanout.cc)
+
   std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) const;
+  // Run's steps. The lock is the round's mutex, held on entry and exit.
+  void Issue(Round& round, size_t i) const;
+  void AwaitAll(Round& round, std::unique_lock<std::mutex>& lock) const;
+  void Settle(Round& round, size_t i, std::unique_lock<std::mutex>& lock) const;
+  void ReissueDue(Round& round, std::unique_lock<std::mutex>& lock) const;
+  static void CancelAndDrain(Round& round, std::unique_lock<std::mutex>& lock);
+  [[noreturn]] void Report(const char* method, Round& round) const;
   // Throws the Error matching `outcome`; `others` (from Describe) names the
   // other servers that failed in the same attempt.
   [[noreturn]] void Throw(const char* method, const ServerCall& call, const Outcome& outcome,

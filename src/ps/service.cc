@@ -23,6 +23,7 @@ grpc::StatusCode StatusCodeOf(ErrorCode code) {
     case ErrorCode::kCorruption: return grpc::StatusCode::DATA_LOSS;
     case ErrorCode::kUnimplemented: return grpc::StatusCode::UNIMPLEMENTED;
     case ErrorCode::kInternal: return grpc::StatusCode::INTERNAL;
+    case ErrorCode::kCancelled: return grpc::StatusCode::CANCELLED;
   }
   return grpc::StatusCode::INTERNAL;
 }

@@ -53,6 +53,7 @@ class Node:
 
 class ElasticKill(Scenario):
     name = "elastic_kill"
+    programs = ("flotilla", "train_with_fleet")
     exit_bound_s = TTL_S + GRACE_S + 10  # loss → named (and, for a trainer, stopped)
 
     def __init__(self, work_dir, rng) -> None:
@@ -69,9 +70,6 @@ class ElasticKill(Scenario):
     def skip(self) -> str:
         if not os.access(ETCD, os.X_OK):
             return f"{ETCD} is not installed (Debian package etcd-server)"
-        for program in ("flotilla", "train_with_fleet"):
-            if not os.access(bin_path(program), os.X_OK):
-                return f"{bin_path(program)} is not built"
         return self.why_not
 
     def setup(self) -> None:

@@ -30,6 +30,7 @@ from typing import Callable, Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from fault_job import bin_path  # noqa: E402
 from fault_result import summary  # noqa: E402
 from fault_scenario import Scenario  # noqa: E402
 from disk_scenario import DiskFull  # noqa: E402
@@ -78,6 +79,12 @@ def run(args: argparse.Namespace, work_dir: str) -> int:
           f"{args.faults_per_scenario} faults per scenario, logs in {work_dir}", flush=True)
     rng = random.Random(seed)
     scenarios = [SCENARIOS[name](work_dir, rng) for name in args.scenarios.split(",")]
+    missing = sorted({bin_path(p) for s in scenarios for p in s.programs
+                      if not os.access(bin_path(p), os.X_OK)})
+    if missing:
+        print(f"FAILED: not built: {', '.join(missing)} (build the targets the fault loop runs)",
+              flush=True)
+        return 1
     skipped: Dict[str, str] = {}
     runnable: List[Scenario] = []
     try:

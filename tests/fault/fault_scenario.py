@@ -22,7 +22,7 @@ import shutil
 import time
 import uuid
 from abc import ABC, abstractmethod
-from typing import Callable, List, Optional, Sequence, Set
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 import fault_proc
 from fault_job import Launcher, wait_for
@@ -62,6 +62,9 @@ class Scenario(ABC):
     which faults to inject and what the ABORT output must say."""
 
     name = "?"
+    # The programs of this tree the scenario runs (build/bin): one that is
+    # missing fails the loop; only a missing external engine skips.
+    programs: Tuple[str, ...] = ()
     # Seconds after the injection within which every launcher must exit.
     exit_bound_s = 20.0
 

@@ -69,6 +69,8 @@ def stop_text(stderr: str) -> str:
 class TwoHostScenario(Scenario):
     """The two-host PS job, restarted after every fault."""
 
+    programs = ("flotilla", "wide_and_deep")
+
     exit_bound_s = NODE_TIMEOUT_S + STALL_S + GRACE_S + 15
 
     def __init__(self, work_dir, rng) -> None:
@@ -92,9 +94,6 @@ class TwoHostScenario(Scenario):
         self.secret = make_secret_file(self.work_dir)
 
     def skip(self) -> str:
-        for program in ("flotilla", "wide_and_deep"):
-            if not os.access(bin_path(program), os.X_OK):
-                return f"{bin_path(program)} is not built"
         return self.why_not
 
     def teardown(self) -> None:

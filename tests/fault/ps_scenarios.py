@@ -45,6 +45,7 @@ def stray_entries(ckpt_dir: str) -> List[str]:
 class PsScenario(Scenario):
     """wide_and_deep 2×2 under one launcher, restarted after every fault."""
 
+    programs = ("flotilla", "wide_and_deep")
     mode = "sync"
     checkpoint_every = 20
     delay_s: Tuple[float, float] = (0.5, 3.0)  # training time before the fault
@@ -62,12 +63,6 @@ class PsScenario(Scenario):
 
     def prefix(self) -> Sequence[str]:
         return ()
-
-    def skip(self) -> str:
-        for program in ("flotilla", "wide_and_deep"):
-            if not os.access(bin_path(program), os.X_OK):
-                return f"{bin_path(program)} is not built"
-        return ""
 
     def launcher_argv(self, log_dir: str, job_id: str) -> List[str]:
         return [bin_path("flotilla"), "launch", "--quiet", "--log_dir", log_dir, "--job_id", job_id,

@@ -38,6 +38,23 @@ def run_python(args: List[str], timeout: float = 120, **kwargs) -> subprocess.Co
                           **kwargs)
 
 
+def run_python_processes(args: List[List[str]], envs: Optional[List[Dict[str, str]]] = None, timeout: float = 60,
+                         **kwargs) -> List[subprocess.CompletedProcess]:
+    """Runs ``sys.executable args[i]...`` side by side (``envs[i]`` added to
+    each one's environment) until all have exited; kills and reaps any still
+    running after ``timeout`` seconds or on an error. Captures output."""
+    procs = [subprocess.Popen([sys.executable] + a, env=child_env(envs[i] if envs else None), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, **kwargs) for i, a in enumerate(args)]
+    try:
+        outputs = [p.communicate(timeout=timeout) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return [subprocess.CompletedProcess(p.args, p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
+
+
 @pytest.fixture
 def programs():
     """Fresh main and startup programs as the defaults, a fresh global scope

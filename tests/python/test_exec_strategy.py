@@ -86,18 +86,17 @@ def test_fetch_frequency_is_refused_by_name():
 
 
 FLEET_SCRIPT = textwrap.dedent("""
-    import ctypes, json, os, sys
+    import json, os, sys
     import numpy as np
     import flotilla
     from flotilla import fluid
     from flotilla.distributed import fleet
 
-    blas = ctypes.CDLL("libopenblas.so.0")
     x = fluid.layers.data(name="x", shape=[3], dtype="float32")
     w = fluid.ParamAttr(name="w", initializer=fluid.initializer.Constant(0.0))
     loss = fluid.layers.mean(fluid.layers.fc(input=x, size=1, bias_attr=False, param_attr=w))
     fleet.init(is_collective=True)
-    before = blas.openblas_get_num_threads()
+    before = flotilla._core.blas_kernels()["threads"]
     s = fleet.DistributedStrategy()
     es = fluid.ExecutionStrategy()
     es.num_threads = 2
@@ -111,7 +110,7 @@ FLEET_SCRIPT = textwrap.dedent("""
     exe.run(fluid.default_startup_program())
     exe.run(fluid.default_main_program(), feed={"x": np.ones((4, 3), np.float32)})
     w = np.array(fluid.global_scope().find_var("w").get_tensor()).ravel().tolist()
-    print(json.dumps({"threads_before": before, "threads": blas.openblas_get_num_threads(), "w": w,
+    print(json.dumps({"threads_before": before, "threads": flotilla._core.blas_kernels()["threads"], "w": w,
                       "cpus": len(os.sched_getaffinity(0))}))
 """)
 

@@ -136,6 +136,11 @@ def test_installed_package_and_launcher_run_a_job(tmp_path):
     proc = subprocess.run([str(launcher), "launch", str(script)], cwd=str(tmp_path), env=env, capture_output=True,
                           text=True, timeout=60)
     assert f"package at {site}/flotilla/__init__.py" in proc.stdout, proc.stdout + proc.stderr
+    # Paddle's fleetrun command is installed beside the launcher and finds it on PATH.
+    fleetrun = dest / "usr" / "local" / "bin" / "fleetrun"
+    env["PATH"] = f"{launcher.parent}{os.pathsep}{env.get('PATH', '')}"
+    proc = subprocess.run([str(fleetrun), "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "--paddle_compat" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_collective_job_with_only_paddle_launcher_variables(tmp_path, single):

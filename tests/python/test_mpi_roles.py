@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import child_env
+from conftest import child_env, run_python_processes
 
 ROLE_SCRIPT = textwrap.dedent("""
     import json
@@ -35,18 +35,10 @@ def mpi_env(rank: int, size: int, store: str) -> dict:
 def test_even_ranks_are_servers_and_odd_ranks_workers(tmp_path):
     script = tmp_path / "roles.py"
     script.write_text(ROLE_SCRIPT)
-    procs = [subprocess.Popen([sys.executable, str(script)], env=child_env(mpi_env(rank, 4, str(tmp_path / "store"))),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in range(4)]
-    try:
-        outs = [p.communicate(timeout=60) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for p, (out, err) in zip(procs, outs):
-        assert p.returncode == 0, err
-    roles = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    procs = run_python_processes([[str(script)]] * 4, [mpi_env(rank, 4, str(tmp_path / "store")) for rank in range(4)])
+    for p in procs:
+        assert p.returncode == 0, p.stderr
+    roles = [json.loads(p.stdout.strip().splitlines()[-1]) for p in procs]
     assert [r["server"] for r in roles] == [True, False, True, False]
     assert [r["worker"] for r in roles] == [False, True, False, True]
     assert [r["server_index"] for r in roles] == [0, -1, 1, -1]

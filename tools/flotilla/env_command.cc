@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "flotilla/common/error.h"
+#include "flotilla/core/blas.h"
 #include "launch/roles/role_env.h"
 
 namespace flotilla::tools {
@@ -16,7 +17,7 @@ CLI::App* AddEnvCommand(CLI::App& app, EnvCommand& c) {
       "env", "show this process's place in a job as the role-resolution chain reads it: "
              "flags > Flotilla > Paddle > PyTorch > Kubernetes > Slurm > Open MPI");
   env->add_flag("--explain", c.explain, "say which variable gave each value, and what it "
-                "agrees with or overrides");
+                "agrees with or overrides; then the CPU's vector extensions and the math kernels in use");
   env->add_option("--rank", c.rank, "as an explicit flag would give it");
   env->add_option("--world_size", c.world_size, "as an explicit flag would give it");
   env->add_option("--nnodes", c.nnodes, "as an explicit flag would give it");
@@ -41,12 +42,27 @@ std::vector<Claim> FlagClaims(const EnvCommand& c) {
   return flags;
 }
 
+// The CPU's vector extensions and the GEMM kernels a Flotilla process
+// started with this environment runs (FLOTILLA_BLAS_CORETYPE,
+// OPENBLAS_NUM_THREADS).
+std::string MathExplain() {
+  const blas::Kernels k = blas::KernelInfo();
+  std::string why = k.chosen_by;
+  if (k.chosen_by == "CPU features") why += " (OPENBLAS_CORETYPE, if set, is left to NumPy and PyTorch)";
+  return "math kernels:\n"
+         "  cpu       " + k.cpu + "\n"
+         "  blas      " + k.library + (k.private_instance ? ", Flotilla's own instance" : ", the process's shared instance") + "\n"
+         "  kernels   " + k.core + ", chosen by " + why + "\n"
+         "  threads   " + std::to_string(k.threads) + " (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else one per core)\n";
+}
+
 }  // namespace
 
 int RunEnvCommand(const EnvCommand& c) {
   try {
     const auto roles = launch::RoleEnvironment::Read(launch::ProcessEnv(), FlagClaims(c));
     std::cout << (c.explain ? roles.Explain() : roles.Summary()) << std::flush;
+    if (c.explain) std::cout << MathExplain() << std::flush;
     return 0;
   } catch (const Error& e) {
     std::cerr << "flotilla env: " << e.what() << "\n";

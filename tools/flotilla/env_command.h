@@ -4,7 +4,8 @@
 //   flotilla env              rank=3, world_size=4, ... as NAME=value lines
 //   flotilla env --explain    each value with the variable and family it came
 //                             from, and the lower claims it agrees with or
-//                             overrides
+//                             overrides; then the CPU's vector extensions and
+//                             the GEMM kernels a Flotilla process runs here
 #pragma once
 
 #include <CLI/CLI.hpp>

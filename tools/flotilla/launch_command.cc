@@ -108,10 +108,10 @@ void AddPsOptions(CLI::App& c, launch::LaunchOptions& o) {
       ->envname("PADDLE_SERVER_NUM")->group(g);
   c.add_option("--worker_num,--trainer_num", o.worker_num, "workers on this machine (simulation)")
       ->envname("PADDLE_TRAINER_NUM")->group(g);
-  c.add_option("--heter_workers", o.heter_workers, "heterogeneous workers (not supported yet)")
-      ->group(g);
-  c.add_option("--heter_worker_num", o.heter_worker_num, "heterogeneous workers (not supported "
-               "yet)")->group(g);
+  c.add_option("--heter_workers", o.heter_workers, "heter worker endpoints ip:port,... (multi-node "
+               "ps-heter: they run the dense part of the program)")->group(g);
+  c.add_option("--heter_worker_num", o.heter_worker_num, "heter workers on this machine "
+               "(simulation)")->group(g);
   c.add_option("--http_port", o.http_port, "port of the rendezvous store in ps mode "
                "(PADDLE_GLOO_HTTP_ENDPOINT)")->envname("PADDLE_GLOO_PORT")->group(g);
 }
@@ -208,7 +208,7 @@ CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
                            launch::LaunchOptions& o) {
   g_durations = Durations{};
   CLI::App* c = app.add_subcommand(
-      name, ps_only ? "start a parameter-server job: servers and workers (seed 003)"
+      name, ps_only ? "start a parameter-server job: servers and workers"
                     : "start a collective or parameter-server job on one or many nodes");
   // Everything from the program name on belongs to the program.
   c->prefix_command();

@@ -10,7 +10,7 @@
 namespace flotilla::tools {
 
 // Adds the subcommand `name` to `app`, parsing into `options`. `ps_only`
-// makes it the PS launcher of seed 003 (launch_ps: run_mode ps).
+// makes it the parameter-server launcher (launch_ps: run_mode ps).
 CLI::App* AddLaunchCommand(CLI::App& app, const std::string& name, bool ps_only,
                            launch::LaunchOptions& options);
 

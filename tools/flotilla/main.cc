@@ -1,6 +1,6 @@
 // flotilla: the command-line entry point. Subcommands:
 //   flotilla launch [options] program [args...]     collective or ps job
-//   flotilla launch_ps [options] program [args...]  ps job (seed 003)
+//   flotilla launch_ps [options] program [args...]  parameter-server job
 //   flotilla env [--explain]                         this process's role, and where it came from
 //   flotilla doctor LOG_DIR                          what hung or failed
 //   flotilla dashboard LOG_DIR                       a job's dashboard

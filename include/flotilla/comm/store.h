@@ -6,6 +6,7 @@
 // cannot be reached throws Unavailable naming its address.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -34,12 +35,14 @@ class Store {
   // Blocks until every key exists. Throws DeadlineExceeded naming the
   // missing keys after `timeout`.
   virtual void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
-  void wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys) { wait(keys, timeout()); }
   // Removes `key`; returns whether it existed.
   virtual bool deleteKey(const std::string& key) = 0;
 
-  void setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
-  std::chrono::milliseconds timeout() const { return timeout_; }
+  // The timeout of get() and wait(keys). Safe to change while other threads
+  // use the store: a call already waiting keeps the timeout it started with.
+  void setTimeout(std::chrono::milliseconds timeout) { timeout_.store(timeout); }
+  std::chrono::milliseconds timeout() const { return timeout_.load(); }
 
   // Convenience: strings as values.
   void setString(const std::string& key, const std::string& value) {
@@ -50,8 +53,8 @@ class Store {
     return std::string(b.begin(), b.end());
   }
 
- protected:
-  std::chrono::milliseconds timeout_ = kDefaultTimeout;
+ private:
+  std::atomic<std::chrono::milliseconds> timeout_{kDefaultTimeout};
 };
 
 }  // namespace flotilla::comm

@@ -18,6 +18,7 @@ enum class ErrorCode {
   kCorruption,
   kUnimplemented,
   kInternal,
+  kCancelled,  // the caller asked to stop (a signal): not a failure to retry
 };
 
 // Returns "InvalidArgument", "NotFound", ...

@@ -25,7 +25,7 @@ namespace flotilla {
 // not by a failure of its own.
 class Cancelled : public Error {
  public:
-  explicit Cancelled(const std::string& message) : Error(ErrorCode::kUnavailable, message) {}
+  explicit Cancelled(const std::string& message) : Error(ErrorCode::kCancelled, message) {}
 };
 
 // Returns true when the current blocking call should stop.

@@ -1,5 +1,6 @@
 // Math kernels shared by ops, the parameter server and collectives.
-// GEMM goes through OpenBLAS (cblas); everything else is plain loops that the
+// GEMM goes through Flotilla's own OpenBLAS instance (flotilla/core/blas.h
+// says which kernels and why); everything else is plain loops that the
 // compiler vectorises. All functions are thread-safe on distinct outputs.
 #pragma once
 
@@ -25,7 +26,7 @@ void GemmNaive(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 
 // Limits BLAS to `n` threads for this process (benchmarks use 1).
 void SetBlasThreads(int n);
-// The kernel set OpenBLAS runs ("SkylakeX", "Haswell", ...).
+// The kernel set OpenBLAS runs ("SkylakeX", "Haswell", ...): blas::KernelInfo().core.
 std::string BlasCoreName();
 
 // Paddle's elementwise broadcasting: Y's dims match a contiguous run of X's

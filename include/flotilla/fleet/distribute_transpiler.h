@@ -1,5 +1,5 @@
 // DistributeTranspiler: splits a single-process program into the programs of
-// a parameter-server job (Paddle's fluid.DistributeTranspiler, seed 000).
+// a parameter-server job (Paddle's fluid.DistributeTranspiler).
 //
 //   DistributeTranspiler t;
 //   t.transpile(trainer_id, "10.0.0.1:6174,10.0.0.2:6174", trainers);

@@ -86,13 +86,21 @@ class Fleet {
 
   // Takes the role and, for a collective worker of a job with more than one
   // worker, meets the others through the role's store (PADDLE_MASTER) and
-  // builds their process group (blocking). Throws InvalidArgument when
-  // called twice or when a multi-worker role names no store.
+  // builds their process group (blocking). Throws InvalidArgument when a
+  // multi-worker role names no store.
+  //
+  // Called again (Paddle's scripts and unit tests do), it re-initialises:
+  // what the last init and minimize() set up is dropped — process groups,
+  // the parameter-server job, main_program() — and the new role taken. The
+  // workers of a multi-worker role meet anew under keys of this init's
+  // generation, so each must call init as many times as the others.
   void init(const RoleMaker& role, FleetOptions options = {});
   // The same with a store the caller provides (tests: a HashStore shared by
   // thread ranks).
   void init(const RoleMaker& role, std::shared_ptr<comm::Store> store, FleetOptions options = {});
   bool initialized() const { return role_ != nullptr; }
+  // The role the last init() took. Throws InvalidArgument before init().
+  const RoleInfo& role() const;
 
   bool is_worker() const;
   bool is_server() const;
@@ -144,6 +152,13 @@ class Fleet {
   // Serves until every worker has called stop_worker() (or closed its
   // executor). Blocking.
   void run_server();
+  // init_server, run_server, init_worker and stop_worker behave as Paddle's
+  // in the other kinds of job: in a collective job each logs that it should
+  // not be called there and returns, or throws InvalidArgument ("Fleet can
+  // not find suitable runtime handler") before minimize(); in a
+  // non-distributed fleet (RoleInfo::non_distributed) each logs that it does
+  // not work there and returns.
+  //
   // Workers: connects to the servers now (default: at the first run of the
   // trainer program). Worker 0 seeds the servers with its initial values
   // unless servers_loaded (the servers ran init_server(model_dir)): then
@@ -207,7 +222,12 @@ class Fleet {
   // more communicators or the hierarchical backend.
   int TrainingRing(const DistributedStrategy& strategy);
   void CheckInit(const char* what) const;
-  bool ps_mode() const { return role_ != nullptr && !role_->is_collective; }
+  bool ps_mode() const { return role_ != nullptr && !role_->is_collective && !role_->non_distributed; }
+  // Drops what the last init and minimize() set up (a re-init).
+  void Reset();
+  // True when a parameter-server call `what` has nothing to do in this job
+  // (collective or non-distributed; see init_server).
+  bool SkipOutsidePs(const char* what) const;
   void TranspilePs(Program& main, Program& startup, const DistributedStrategy& strategy);
   const HeterSplit& RequireHeter(const char* what) const;
   struct PsJob;
@@ -228,6 +248,7 @@ class Fleet {
   std::shared_ptr<comm::ProcessGroup> group_;
   std::shared_ptr<comm::ProcessGroup> training_group_;
   std::vector<int> rings_;  // registered by this fleet; unregistered on destruction
+  int inits_ = 0;  // the generation of the workers' keys in the store
   int groups_made_ = 0;
   int saves_ = 0;
   int store_barriers_ = 0;
@@ -268,6 +289,12 @@ void init_worker(bool servers_loaded = false);
 void stop_worker();
 int64_t shrink();
 void prefetch_sparse(const FeedMap& next_feed);
+
+// Paddle's fleet.util.get_file_shard: `files` split into worker_num
+// contiguous blocks, the first len % worker_num of them one file longer;
+// returns block worker_index (possibly empty). Throws InvalidArgument when
+// worker_index is not in [0, worker_num).
+std::vector<std::string> FileShard(const std::vector<std::string>& files, int worker_index, int worker_num);
 
 // Loads what save_persistables wrote into `scope` (default global_scope()),
 // in any process — distributed or not.

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct RoleInfo {
   std::string job_id;
   // Groups ranks by machine for hierarchical all-reduce; empty = hostname.
   std::string host_id;
+  // Paddle's "non-distributed" fleet: a script started without a launcher
+  // (PaddleCloudRoleMaker with fallback): one worker, no servers, and the
+  // parameter-server calls (init_worker, run_server, ...) warn and do nothing.
+  bool non_distributed = false;
 };
 
 class RoleMaker {
@@ -84,20 +89,52 @@ class RoleMaker {
 // jobs PADDLE_HETER_TRAINER_IP_PORT_LIST; trainers add PADDLE_TRAINER_ID,
 // servers and heter workers POD_IP and PADDLE_PORT (their endpoint must be
 // in their list).
+//
+// With `non_distributed_fallback` (Paddle's behaviour, what the Python role
+// maker asks for), a process the environment gives no place in a job runs
+// as Paddle's non-distributed fleet instead of failing: collective, when no
+// family names a rank and PADDLE_TRAINER_ENDPOINTS lists at most one
+// endpoint — worker 0 of 1, its endpoint that one (non_distributed = false,
+// as Paddle's when the variable is set) or 127.0.0.1:6170
+// (non_distributed = true); parameter server, when neither TRAINING_ROLE
+// nor PADDLE_PSERVERS_IP_PORT_LIST is set — worker 0 of 1 with no servers
+// (non_distributed = true). Anything else is read strictly as above.
 class PaddleCloudRoleMaker : public RoleMaker {
  public:
-  explicit PaddleCloudRoleMaker(bool is_collective = false);
+  explicit PaddleCloudRoleMaker(bool is_collective = false, bool non_distributed_fallback = false);
   std::string name() const override { return "PaddleCloudRoleMaker"; }
 
  private:
-  void ReadCollective();
+  void ReadCollective(bool fallback);
   void ReadParameterServer();
+  bool ReadAloneCollective();
 };
 
-// A role given in code, for tests and custom clusters. Throws InvalidArgument
-// when current_id is out of range for the role.
+// Paddle's UserDefinedRoleMaker arguments.
+struct UserDefinedRole {
+  int current_id = 0;
+  Role role = Role::kWorker;
+  // 0: the number of worker_endpoints (Paddle's rule). When both are given
+  // they must agree.
+  int worker_num = 0;
+  // Unset: collective exactly when server_endpoints is empty. A collective
+  // role ignores server_endpoints.
+  std::optional<bool> is_collective;
+  std::vector<std::string> worker_endpoints;  // "host:port"
+  std::vector<std::string> server_endpoints;
+  // Where the workers meet: "host:port" of a TCP store or "file:/dir".
+  std::string store_address;
+};
+
+// A role given in code, for tests and custom clusters. A worker's
+// current_endpoint is worker_endpoints[current_id] when listed, a server's
+// server_endpoints[current_id]. Throws InvalidArgument when current_id is
+// out of range for the role, when no worker is given (worker_num 0 and no
+// worker_endpoints), when worker_num and worker_endpoints disagree, or for
+// a server in a collective role.
 class UserDefinedRoleMaker : public RoleMaker {
  public:
+  explicit UserDefinedRoleMaker(const UserDefinedRole& role);
   UserDefinedRoleMaker(int current_id, Role role, int worker_num,
                        std::vector<std::string> server_endpoints = {},
                        std::vector<std::string> worker_endpoints = {},
@@ -122,7 +159,7 @@ bool RoleInEnvironment();
 // (OMPI_MCA_ess_base_jobid or PMIX_NAMESPACE) — which suits one host or a
 // shared file system.
 //
-// With `parameter_servers` (Paddle's layout for seed 003's MPI jobs, and
+// With `parameter_servers` (Paddle's layout for MPI parameter-server jobs, and
 // what the Python MPISymetricRoleMaker gives): one server and one worker per
 // node, so N must be even (InvalidArgument otherwise): even ranks are
 // servers (index rank/2), odd ranks workers (index rank/2), N/2 of each.

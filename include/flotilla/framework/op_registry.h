@@ -48,11 +48,29 @@ struct OpInfo {
   bool differentiable() const { return static_cast<bool>(grad_maker); }
 };
 
+// What the usual gradient op "<type>_grad" of an op reads and writes (see
+// GradOpBuilder): the forward op's inputs and outputs it reads under their
+// own slots, the gradients of forward outputs it reads ("Out@GRAD") and the
+// gradients of forward inputs it writes ("X@GRAD").
+struct GradSlots {
+  std::vector<std::string> forward_inputs;
+  std::vector<std::string> forward_outputs;
+  std::vector<std::string> output_grads;
+  std::vector<std::string> input_grads;
+  // The gradient op's shape inference; empty: InferGradShapeLikeForward.
+  InferShapeFn infer_shape = nullptr;
+};
+
 class OpRegistry {
  public:
   static OpRegistry& Global();
   // Throws AlreadyExists when `info.type` is registered.
   void Register(OpInfo info);
+  // Registers `forward` (its grad_maker must be empty) with a grad maker
+  // building "<type>_grad" from `grad`, and that op with the CPU kernel
+  // `grad_kernel` and the forward's default attributes. Throws AlreadyExists
+  // as Register does.
+  void RegisterWithGrad(OpInfo forward, GradSlots grad, KernelFn grad_kernel);
   // Throws NotFound "op 'x' is not registered".
   const OpInfo& Get(const std::string& type) const;
   const OpInfo* Find(const std::string& type) const;

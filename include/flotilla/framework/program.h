@@ -146,7 +146,9 @@ class Program {
 };
 
 // The programs layers append to: the innermost ProgramGuard's, or the
-// process-wide defaults. Not shared between threads (thread_local stack).
+// process-wide defaults. Each thread has its own guard stack, but the two
+// defaults used outside any guard are shared by every thread of the process:
+// a thread that builds programs concurrently with another must use a guard.
 Program& default_main_program();
 Program& default_startup_program();
 

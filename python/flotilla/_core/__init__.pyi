@@ -143,6 +143,9 @@ def _raise(kind: Any, message: Any) -> None:
 def as_tensor(value: Any) -> Any:
     """A Tensor over ``value`` (no copy for a contiguous array of a supported dtype)."""
 
+def blas_kernels() -> Any:
+    """The math backend's kernels in this process (flotilla/core/blas.h): library, core type, what chose it, the CPU's vector extensions, whether the instance is Flotilla's own, threads."""
+
 def default_main_program() -> Any:
     """The program layers append to (inside program_guard: the guard's)."""
 

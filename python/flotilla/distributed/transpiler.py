@@ -1,5 +1,5 @@
 """The classic parameter-server transpiler (Paddle's
-``fluid.DistributeTranspiler``, seed 000): splits a single-process program
+``fluid.DistributeTranspiler``): splits a single-process program
 into the trainer program and one program per parameter server. The C++
 core's ``fleet::DistributeTranspiler`` does the work."""
 
@@ -58,7 +58,7 @@ class DistributeTranspilerConfig:
 class DistributeTranspiler:
     """Splits the default programs into trainer and parameter-server programs.
 
-    Example (seed 000)::
+    Example::
 
         t = fluid.DistributeTranspiler()
         t.transpile(trainer_id, pservers="10.0.0.1:6174,10.0.0.2:6174", trainers=2)

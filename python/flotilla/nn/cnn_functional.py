@@ -5,14 +5,14 @@ exported by :mod:`flotilla.nn.functional`.
 Like Paddle's, the functions with weights take them as variables (made with
 ``paddle.static.create_parameter`` or by another layer) and create none;
 the parameter-creating forms are ``paddle.static.nn.conv2d`` and friends
-(:mod:`flotilla.cnn_layers`). Each wraps a C++ layer
+(:mod:`flotilla.nn_layers`). Each wraps a C++ layer
 (``flotilla/api/nn_functional.h`` or ``nn_layers.h``). Tensors are NCHW.
 """
 
 from typing import Optional, Sequence
 
 from .. import _core
-from ..cnn_layers import _nchw
+from ..nn_layers import _nchw
 from ..framework import Variable
 
 _L = _core.layers

@@ -5,19 +5,26 @@ paddle.fluid.incubate.fleet.collective import fleet`` — with those modules
 served by Flotilla.
 
 Nothing named ``paddle`` is installed: an import hook (a meta path finder)
-active only in that process maps ``paddle.*`` names onto Flotilla's modules,
-so a real Paddle installation is untouched. Anything a script uses that
+maps ``paddle.*`` names onto Flotilla's modules, so a real Paddle
+installation is untouched. The hook is active in that process and in the
+Python processes it starts (``sys.executable child.py``, Dataset pipe
+commands, launcher workers): the switch puts a ``paddle`` shim first on
+their PYTHONPATH (``export_to_children``). Processes started otherwise are
+not affected. Anything a script uses that
 Flotilla lacks is a stub that raises NotImplementedError naming the Paddle
-API and the nearest Flotilla one when called — never a silent no-op.
+API and the nearest Flotilla one when called, subclassed or used as a
+decorator — never a silent no-op.
 ``CUDAPlace(i)`` runs on the CPU, with one warning.
 """
 
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
+import os
 import sys
 import types
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, MutableMapping, NoReturn, Optional
 
 from .. import place as _place
 
@@ -84,14 +91,36 @@ def nearest(api: str) -> str:
     return "none yet (see docs/python.md for what Flotilla offers)"
 
 
+def _refusal(api: str, use: str = "") -> NotImplementedError:
+    return NotImplementedError(f"{use}{api} is not in Flotilla; nearest Flotilla API: {nearest(api)}")
+
+
 class _Missing:
-    """A Paddle API Flotilla lacks: raises at the call, naming it."""
+    """A Paddle API Flotilla lacks: raises NotImplementedError naming it and
+    the nearest Flotilla API when called (which covers ``@paddle.x`` and
+    ``@paddle.x(...)`` as decorators) or subclassed. No object is an
+    instance or a subclass of it."""
 
     def __init__(self, api: str):
         self._api = api
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"{self._api} is not in Flotilla; nearest Flotilla API: {nearest(self._api)}")
+        raise _refusal(self._api)
+
+    def __mro_entries__(self, bases: tuple) -> tuple:
+        raise _refusal(self._api, "subclassing ")
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        return False
+
+    def __subclasscheck__(self, subclass: Any) -> bool:
+        return False
+
+    def __enter__(self) -> Any:
+        raise _refusal(self._api, "with ")
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
     def __getattr__(self, name: str) -> "_Missing":
         if name.startswith("__"):
@@ -172,6 +201,16 @@ class _Loader(importlib.abc.Loader):
     def exec_module(self, module: types.ModuleType) -> None:
         pass
 
+    def get_code(self, fullname: str) -> types.CodeType:
+        """What ``python -m paddle.distributed.launch ...`` runs: Paddle's
+        launchers start ``flotilla launch --paddle_compat``; no other
+        ``paddle`` module is a program."""
+        if fullname not in LAUNCHERS:
+            raise ImportError(f"python -m {fullname}: only Paddle's launchers ({', '.join(sorted(LAUNCHERS))}) "
+                              "run as programs under Flotilla's paddle")
+        return compile(f"import sys\nfrom flotilla.paddle_compat import launch\nlaunch({LAUNCHERS[fullname]!r}, "
+                       "sys.argv[1:])\n", f"<{fullname}>", "exec")
+
 
 class PaddleFinder(importlib.abc.MetaPathFinder):
     """Serves ``paddle`` and ``paddle.*`` from Flotilla (see the module docstring)."""
@@ -179,12 +218,26 @@ class PaddleFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None):
         if fullname != "paddle" and not fullname.startswith("paddle."):
             return None
-        return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
+        return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=fullname not in LAUNCHERS)
+
+
+# Paddle's launch modules (and the fleetrun command) → the flotilla
+# subcommand that serves them, with --paddle_compat.
+LAUNCHERS: Dict[str, str] = {"paddle.distributed.launch": "launch", "paddle.distributed.fleet.launch": "launch",
+                             "paddle.distributed.launch_ps": "launch_ps", "fleetrun": "launch"}
+
+
+def launch(subcommand: str, args: List[str]) -> NoReturn:
+    """Replaces this process with ``flotilla <subcommand> --paddle_compat
+    args...``: every worker runs its script under the switch."""
+    from ..distributed.launch import exec_launcher
+    exec_launcher(subcommand, ["--paddle_compat"] + list(args))
 
 
 def install() -> None:
     """Makes ``import paddle`` serve Flotilla in this process (idempotent).
-    ``CUDAPlace`` then runs on the CPU with one warning."""
+    ``CUDAPlace`` then runs on the CPU with one warning. Processes this one
+    starts are not affected; ``export_to_children`` makes them so."""
     if not any(isinstance(f, PaddleFinder) for f in sys.meta_path):
         for name in [n for n in sys.modules if n == "paddle" or n.startswith("paddle.")]:
             del sys.modules[name]  # a real Paddle imported earlier must not mix with Flotilla
@@ -192,4 +245,27 @@ def install() -> None:
     _place.set_compat_mode(True)
 
 
-__all__ = ["install", "PaddleFinder", "nearest", "NEAREST"]
+# The directory whose ``paddle`` package (child_path/paddle/__init__.py)
+# installs the switch in the Python process that imports it, and the
+# variable that marks a process tree under the switch.
+CHILD_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_path")
+CHILD_MARKER = "FLOTILLA_PADDLE_COMPAT"
+
+
+def export_to_children(env: Optional[MutableMapping[str, str]] = None) -> None:
+    """Makes the switch reach the Python processes started from here with
+    this environment (default: this process's, which ``subprocess``, shell
+    pipe commands and C++ children inherit): CHILD_PATH first on
+    PYTHONPATH — so ``import paddle`` in ``sys.executable child.py`` or
+    ``python reader.py`` serves Flotilla's, even where a real Paddle is
+    installed — and FLOTILLA_PADDLE_COMPAT=1. A child whose environment
+    says FLOTILLA_PADDLE_COMPAT=0 imports what it would without the switch.
+    Idempotent."""
+    env = os.environ if env is None else env
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != CHILD_PATH]
+    env["PYTHONPATH"] = os.pathsep.join([CHILD_PATH] + paths)
+    env[CHILD_MARKER] = "1"
+
+
+__all__ = ["install", "export_to_children", "launch", "PaddleFinder", "nearest", "NEAREST", "LAUNCHERS",
+           "CHILD_PATH", "CHILD_MARKER"]

@@ -8,25 +8,20 @@ commands on Flotilla:
     python3 -m flotilla.paddle_compat -m some.module [args...]
 
 Launch commands start ``flotilla launch --paddle_compat``, whose workers run
-their scripts under this switch too.
+their scripts under this switch too. The Python processes the script starts
+(``sys.executable child.py``, pipe commands such as ``python reader.py``)
+import Flotilla's ``paddle`` as well; set FLOTILLA_PADDLE_COMPAT=0 in a
+child's environment to opt it out.
 """
 
 import os
 import runpy
 import sys
-from typing import List, NoReturn
+from typing import List
 
-from . import install
-
-_LAUNCHERS = {"paddle.distributed.launch": "launch", "paddle.distributed.fleet.launch": "launch",
-              "paddle.distributed.launch_ps": "launch_ps", "fleetrun": "launch"}
+from . import LAUNCHERS, export_to_children, install, launch
 
 USAGE = __doc__
-
-
-def _launch(subcommand: str, args: List[str]) -> NoReturn:
-    from ..distributed.launch import exec_launcher
-    exec_launcher(subcommand, ["--paddle_compat"] + args)
 
 
 def main(argv: List[str]) -> None:
@@ -38,18 +33,20 @@ def main(argv: List[str]) -> None:
         if len(argv) < 2:
             sys.exit("flotilla.paddle_compat: -m needs a module name")
         module, args = argv[1], argv[2:]
-        if module in _LAUNCHERS:
-            _launch(_LAUNCHERS[module], args)
+        if module in LAUNCHERS:
+            launch(LAUNCHERS[module], args)
         install()
+        export_to_children()
         sys.argv = [module] + args
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         return
-    if argv[0] in _LAUNCHERS:
-        _launch(_LAUNCHERS[argv[0]], argv[1:])
+    if argv[0] in LAUNCHERS:
+        launch(LAUNCHERS[argv[0]], argv[1:])
     script, args = argv[0], argv[1:]
     if not os.path.isfile(script):
         sys.exit(f"flotilla.paddle_compat: no such script: {script}")
     install()
+    export_to_children()
     sys.argv = [script] + args
     sys.path[0] = os.path.dirname(os.path.abspath(script))  # as `python3 script.py` would
     runpy.run_path(script, run_name="__main__")

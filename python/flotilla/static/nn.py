@@ -3,7 +3,7 @@
 from typing import Optional, Sequence
 
 from .. import layers as _layers
-from ..cnn_layers import batch_norm, conv2d, conv2d_transpose, group_norm, layer_norm  # noqa: F401
+from ..nn_layers import batch_norm, conv2d, conv2d_transpose, group_norm, layer_norm  # noqa: F401
 from ..framework import Variable
 from .. import sequence_lod
 from .._alias import alias as _alias

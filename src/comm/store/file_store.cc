@@ -58,7 +58,7 @@ void FileStore::set(const std::string& key, const Bytes& value) {
 }
 
 Bytes FileStore::get(const std::string& key) {
-  wait({key}, timeout_);
+  wait({key}, timeout());
   std::string s = ReadFile(PathOf(key));
   return Bytes(s.begin(), s.end());
 }

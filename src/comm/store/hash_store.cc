@@ -43,7 +43,7 @@ void HashStore::set(const std::string& key, const Bytes& value) {
 }
 
 Bytes HashStore::get(const std::string& key) {
-  wait({key}, timeout_);
+  wait({key}, timeout());
   std::lock_guard<std::mutex> lock(mu_);
   return data_.at(key);
 }

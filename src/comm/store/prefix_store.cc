@@ -7,13 +7,13 @@ namespace flotilla::comm {
 PrefixStore::PrefixStore(std::string prefix, std::shared_ptr<Store> store)
     : prefix_(std::move(prefix)), store_(std::move(store)) {
   FLOTILLA_ENFORCE(store_ != nullptr, "PrefixStore '", prefix_, "' needs an underlying store");
-  timeout_ = store_->timeout();
+  setTimeout(store_->timeout());
 }
 
 void PrefixStore::set(const std::string& key, const Bytes& value) { store_->set(Key(key), value); }
 
 Bytes PrefixStore::get(const std::string& key) {
-  store_->wait({Key(key)}, timeout_);
+  store_->wait({Key(key)}, timeout());
   return store_->get(Key(key));
 }
 

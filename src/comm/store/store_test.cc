@@ -132,6 +132,17 @@ TEST_P(StoreContract, WaitTimeoutNamesMissingKeys) {
   EXPECT_THROW(store_->get("never"), DeadlineExceeded);
 }
 
+// setTimeout is part of the thread-safe contract: a get() waiting on one
+// thread keeps its timeout while another thread changes the store's (a data
+// race here is what ThreadSanitizer reports under `make test SANITIZE=thread`).
+TEST_P(StoreContract, SetTimeoutWhileAnotherThreadWaits) {
+  store_->setTimeout(150ms);
+  std::thread waiter([&] { EXPECT_THROW(store_->get("never_set"), DeadlineExceeded); });
+  for (int i = 0; i < 50; ++i) store_->setTimeout(std::chrono::milliseconds(100 + i));
+  waiter.join();
+  EXPECT_EQ(store_->timeout(), 149ms);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, StoreContract, ::testing::Values("hash", "file", "prefix", "tcp"));
 
 TEST(PrefixStore, KeysLiveUnderThePrefix) {

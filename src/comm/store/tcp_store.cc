@@ -29,7 +29,7 @@ struct TCPStore::Reply {
 
 TCPStore::TCPStore(const std::string& host, int port, TCPStoreOptions options)
     : host_(host), port_(port), options_(std::move(options)) {
-  timeout_ = options_.timeout;
+  setTimeout(options_.timeout);
   if (options_.tls.enabled()) tls_context_ = tls::Context::ForClient(options_.tls);
   std::lock_guard<std::mutex> lock(mu_);
   Connect(options_.connect_timeout);
@@ -162,7 +162,7 @@ void TCPStore::set(const std::string& key, const Bytes& value) {
 }
 
 Bytes TCPStore::get(const std::string& key) {
-  auto t = timeout_;
+  auto t = timeout();
   Reply r = Call(wire::Writer().u8(wire::kGet).str(key).i64(t.count()).Framed(), t);
   if (r.status == wire::kTimeout) {
     FLOTILLA_THROW(DeadlineExceeded, MissingKeysMessage("TCPStore " + address(), {key}, t));

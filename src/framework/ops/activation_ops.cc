@@ -121,28 +121,24 @@ void ActivationGradKernel(ExecutionContext& ctx) {
   });
 }
 
+// An activation's gradient reads Out (kGradUsesOut) or X, and dOut.
+template <typename F>
+GradSlots ActivationGradSlots() {
+  const std::string read = F::kGradUsesOut ? "Out" : "X";
+  GradSlots slots{.output_grads = {"Out"},
+                  .input_grads = {"X"},
+                  .infer_shape = [read](InferShapeContext& ctx) { ctx.ShareDim(read, GradVarName("X")); }};
+  (F::kGradUsesOut ? slots.forward_outputs : slots.forward_inputs) = {read};
+  return slots;
+}
+
 template <typename F>
 void RegisterActivation(OpRegistry& r) {
-  const std::string grad_type = std::string(F::kName) + "_grad";
-  r.Register({.type = F::kName,
-              .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
-              .kernels = {{Place::Kind::kCPU, ActivationKernel<F>}},
-              .grad_maker = [grad_type](const OpDesc& fwd) -> std::vector<OpDesc> {
-                GradOpBuilder b(fwd, grad_type);
-                if (F::kGradUsesOut) {
-                  b.ForwardOutputs({"Out"});
-                } else {
-                  b.ForwardInputs({"X"});
-                }
-                return b.OutputGrads({"Out"}).InputGrads({"X"});
-              },
-              .share_lod = {{"X", "Out"}}});
-  r.Register({.type = grad_type,
-              .infer_shape =
-                  [](InferShapeContext& ctx) {
-                    ctx.ShareDim(F::kGradUsesOut ? "Out" : "X", GradVarName("X"));
-                  },
-              .kernels = {{Place::Kind::kCPU, ActivationGradKernel<F>}}});
+  r.RegisterWithGrad({.type = F::kName,
+                      .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
+                      .kernels = {{Place::Kind::kCPU, ActivationKernel<F>}},
+                      .share_lod = {{"X", "Out"}}},
+                     ActivationGradSlots<F>(), ActivationGradKernel<F>);
 }
 
 // ---- relu6 and hard_swish: activations with attributes ----
@@ -217,27 +213,12 @@ void ParamActivationGradKernel(ExecutionContext& ctx) {
 
 template <typename F>
 void RegisterParamActivation(OpRegistry& r) {
-  const std::string grad_type = std::string(F::kName) + "_grad";
-  r.Register({.type = F::kName,
-              .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
-              .kernels = {{Place::Kind::kCPU, ParamActivationKernel<F>}},
-              .grad_maker = [grad_type](const OpDesc& fwd) -> std::vector<OpDesc> {
-                GradOpBuilder b(fwd, grad_type);
-                if (F::kGradUsesOut) {
-                  b.ForwardOutputs({"Out"});
-                } else {
-                  b.ForwardInputs({"X"});
-                }
-                return b.OutputGrads({"Out"}).InputGrads({"X"});
-              },
-              .default_attrs = F::Defaults(),
-              .share_lod = {{"X", "Out"}}});
-  r.Register({.type = grad_type,
-              .infer_shape =
-                  [](InferShapeContext& ctx) {
-                    ctx.ShareDim(F::kGradUsesOut ? "Out" : "X", GradVarName("X"));
-                  },
-              .kernels = {{Place::Kind::kCPU, ParamActivationGradKernel<F>}}});
+  r.RegisterWithGrad({.type = F::kName,
+                      .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
+                      .kernels = {{Place::Kind::kCPU, ParamActivationKernel<F>}},
+                      .default_attrs = F::Defaults(),
+                      .share_lod = {{"X", "Out"}}},
+                     ActivationGradSlots<F>(), ParamActivationGradKernel<F>);
 }
 
 // ---- scale: Out = scale * X + bias (or scale * (X + bias)) ----

@@ -147,18 +147,14 @@ AttributeMap ConvDefaults() {
 
 void RegisterConv(OpRegistry& r, const std::string& type, InferShapeFn shape, KernelFn fwd,
                   KernelFn bwd, AttributeMap defaults) {
-  const std::string grad_type = type + "_grad";
-  r.Register({.type = type,
-              .infer_shape = std::move(shape),
-              .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
-              .grad_maker = [grad_type](const OpDesc& fwd) -> std::vector<OpDesc> {
-                return GradOpBuilder(fwd, grad_type).ForwardInputs({"Input", "Filter"})
-                    .OutputGrads({"Output"}).InputGrads({"Input", "Filter"});
-              },
-              .default_attrs = std::move(defaults)});
-  r.Register({.type = grad_type,
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, std::move(bwd)}}});
+  r.RegisterWithGrad({.type = type,
+                      .infer_shape = std::move(shape),
+                      .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
+                      .default_attrs = std::move(defaults)},
+                     {.forward_inputs = {"Input", "Filter"},
+                      .output_grads = {"Output"},
+                      .input_grads = {"Input", "Filter"}},
+                     std::move(bwd));
 }
 
 }  // namespace

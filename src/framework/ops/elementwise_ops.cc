@@ -236,21 +236,13 @@ void GradKernel(ExecutionContext& ctx) {
 
 template <typename F>
 void RegisterElementwise(OpRegistry& r) {
-  const std::string type = F::kName;
-  const std::string grad_type = type + "_grad";
-  r.Register({.type = type,
-              .infer_shape = ElementwiseInferShape,
-              .kernels = {{Place::Kind::kCPU, ForwardKernel<F>}},
-              .grad_maker =
-                  [grad_type](const OpDesc& fwd) -> std::vector<OpDesc> {
-                return GradOpBuilder(fwd, grad_type).ForwardInputs({"X", "Y"})
-                    .OutputGrads({"Out"}).InputGrads({"X", "Y"});
-              },
-              .default_attrs = {{"axis", int32_t{-1}}},
-              .share_lod = {{"X", "Out"}}});
-  r.Register({.type = grad_type,
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, GradKernel<F>}}});
+  r.RegisterWithGrad({.type = F::kName,
+                      .infer_shape = ElementwiseInferShape,
+                      .kernels = {{Place::Kind::kCPU, ForwardKernel<F>}},
+                      .default_attrs = {{"axis", int32_t{-1}}},
+                      .share_lod = {{"X", "Out"}}},
+                     {.forward_inputs = {"X", "Y"}, .output_grads = {"Out"}, .input_grads = {"X", "Y"}},
+                     GradKernel<F>);
 }
 
 }  // namespace

@@ -314,18 +314,12 @@ void InterpGradKernel(ExecutionContext& ctx) {
 
 void RegisterWithGrad(OpRegistry& r, const std::string& type, InferShapeFn shape, KernelFn fwd,
                       KernelFn bwd, AttributeMap defaults) {
-  const std::string grad_type = type + "_grad";
-  r.Register({.type = type,
-              .infer_shape = std::move(shape),
-              .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
-              .grad_maker = [grad_type](const OpDesc& fwd) -> std::vector<OpDesc> {
-                return GradOpBuilder(fwd, grad_type).ForwardInputs({"X"}).OutputGrads({"Out"})
-                    .InputGrads({"X"});
-              },
-              .default_attrs = std::move(defaults)});
-  r.Register({.type = grad_type,
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, std::move(bwd)}}});
+  r.RegisterWithGrad({.type = type,
+                      .infer_shape = std::move(shape),
+                      .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
+                      .default_attrs = std::move(defaults)},
+                     {.forward_inputs = {"X"}, .output_grads = {"Out"}, .input_grads = {"X"}},
+                     std::move(bwd));
 }
 
 }  // namespace

@@ -177,19 +177,15 @@ void GradKernel(ExecutionContext& ctx) {
 
 void RegisterRowNorm(OpRegistry& r, const std::string& type, InferShapeFn shape, KernelFn fwd,
                      KernelFn bwd, AttributeMap defaults) {
-  const std::string grad_type = type + "_grad";
-  r.Register({.type = type,
-              .infer_shape = std::move(shape),
-              .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
-              .grad_maker = [grad_type](const OpDesc& fwd) -> std::vector<OpDesc> {
-                return GradOpBuilder(fwd, grad_type).ForwardInputs({"X", "Scale", "Bias"})
-                    .ForwardOutputs({"Mean", "Variance"}).OutputGrads({"Y"})
-                    .InputGrads({"X", "Scale", "Bias"});
-              },
-              .default_attrs = std::move(defaults)});
-  r.Register({.type = grad_type,
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, std::move(bwd)}}});
+  r.RegisterWithGrad({.type = type,
+                      .infer_shape = std::move(shape),
+                      .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
+                      .default_attrs = std::move(defaults)},
+                     {.forward_inputs = {"X", "Scale", "Bias"},
+                      .forward_outputs = {"Mean", "Variance"},
+                      .output_grads = {"Y"},
+                      .input_grads = {"X", "Scale", "Bias"}},
+                     std::move(bwd));
 }
 
 }  // namespace

@@ -231,18 +231,12 @@ void MeanInferShape(InferShapeContext& ctx) {
 template <typename K>
 void RegisterReduce(OpRegistry& r, const std::string& type, InferShapeFn infer_shape,
                     AttributeMap default_attrs) {
-  const std::string grad_type = type + "_grad";
-  r.Register({.type = type,
-              .infer_shape = std::move(infer_shape),
-              .kernels = {{Place::Kind::kCPU, ReduceKernel<K>}},
-              .grad_maker = [grad_type](const OpDesc& fwd) -> std::vector<OpDesc> {
-                return GradOpBuilder(fwd, grad_type).ForwardInputs({"X"}).OutputGrads({"Out"})
-                    .InputGrads({"X"});
-              },
-              .default_attrs = std::move(default_attrs)});
-  r.Register({.type = grad_type,
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, ReduceGradKernel<K>}}});
+  r.RegisterWithGrad({.type = type,
+                      .infer_shape = std::move(infer_shape),
+                      .kernels = {{Place::Kind::kCPU, ReduceKernel<K>}},
+                      .default_attrs = std::move(default_attrs)},
+                     {.forward_inputs = {"X"}, .output_grads = {"Out"}, .input_grads = {"X"}},
+                     ReduceGradKernel<K>);
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ void ReadPaddle(FamilyReader r) {
   r.Int(RoleField::kNnodes, {"PADDLE_NNODES"});
   r.Text(RoleField::kMaster, {"PADDLE_MASTER"});
   r.Text(RoleField::kJobId, {"PADDLE_JOB_ID", "PADDLE_ELASTIC_JOB_ID"});
-  // PaddleCloud's node list; seed 000's PADDLE_TRAINERS is a count instead.
+  // PaddleCloud's node list; the transpiler's PADDLE_TRAINERS is a count instead.
   if (auto nodes = r.Var("PADDLE_TRAINERS"); nodes && nodes->find_first_not_of("0123456789") !=
                                                            std::string::npos) {
     r.Add(RoleField::kNodes, *nodes, "PADDLE_TRAINERS");

@@ -1,4 +1,4 @@
-// CTR data for wide & deep (seed 004): a synthetic generator with a known
+// CTR data for wide & deep: a synthetic generator with a known
 // logistic ground truth, and a reader of Criteo-format text lines.
 //
 // A sample has 13 dense features, 26 categorical ids and a 0/1 click label.

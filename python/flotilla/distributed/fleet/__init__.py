@@ -14,9 +14,10 @@ from .base.role_maker import (MPISymetricRoleMaker, PaddleCloudRoleMaker, Role, 
                               UserDefinedRoleMaker)
 from .fleet import DistributedOptimizer, Fleet  # noqa: F401
 from .strategy import DistributedStrategy  # noqa: F401
-from .util import UtilBase, util  # noqa: F401
+from .base.util_factory import UtilBase, set_util  # noqa: F401
 
 fleet = Fleet()
+util = UtilBase()  # fleet.init gives it the role; set_util replaces it
 
 _FUNCTIONS = ["init", "is_worker", "is_server", "is_first_worker", "worker_index", "worker_num", "server_num",
               "server_index", "worker_endpoints", "server_endpoints", "barrier_worker", "distributed_optimizer",
@@ -25,4 +26,4 @@ _FUNCTIONS = ["init", "is_worker", "is_server", "is_first_worker", "worker_index
 _bind(globals(), fleet, _FUNCTIONS)
 
 __all__ = ["fleet", "Fleet", "DistributedOptimizer", "DistributedStrategy", "PaddleCloudRoleMaker",
-           "UserDefinedRoleMaker", "MPISymetricRoleMaker", "Role", "base", "UtilBase", "util"] + _FUNCTIONS
+           "UserDefinedRoleMaker", "MPISymetricRoleMaker", "Role", "base", "UtilBase", "util", "set_util"] + _FUNCTIONS

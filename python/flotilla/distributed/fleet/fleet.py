@@ -18,6 +18,7 @@ from ...framework import Program, Variable, global_scope
 from ...optimizer import Optimizer, _names
 from ...strategies import apply_execution_strategy
 from .base.role_maker import MPISymetricRoleMaker, PaddleCloudRoleMaker, RoleMakerBase
+from .base.util_factory import current as current_util
 from .paddle_flags import honour_fuse_memory_size, warn_unhonoured
 from .strategy import DistributedStrategy
 
@@ -73,14 +74,18 @@ class Fleet:
     def init(self, role_maker: Optional[RoleMakerBase] = None, is_collective: bool = False,
              strategy: Optional[DistributedStrategy] = None, log_level: Any = None) -> None:
         """Takes this process's role (default: from the environment) and, for
-        a collective worker of a multi-worker job, meets the other workers."""
+        a collective worker of a multi-worker job, meets the other workers.
+        Called again, it re-initialises with the new role, as Paddle's does
+        (see ``Fleet::init`` in include/flotilla/fleet/fleet.h)."""
+        if not isinstance(is_collective, bool):
+            raise ValueError(f"`is_collective` should be instance of `bool`, but got {type(is_collective)}")
         if role_maker is None:
             if self._mode == "ps":
                 role_maker = MPISymetricRoleMaker()  # Paddle 1.x's default for parameter servers
             else:
                 role_maker = PaddleCloudRoleMaker(is_collective=is_collective or self._mode == "collective")
         if not isinstance(role_maker, RoleMakerBase):
-            raise TypeError(f"fleet.init: role_maker must be a role maker, got {type(role_maker).__name__}")
+            raise ValueError(f"`role_maker` should be subclass of `RoleMakerBase`, but got {type(role_maker)}")
         if self._mode == "collective" and not role_maker._is_collective:
             raise ValueError("the collective fleet (fluid.incubate.fleet.collective) needs a collective role: "
                              "PaddleCloudRoleMaker(is_collective=True)")
@@ -93,6 +98,10 @@ class Fleet:
         warn_unhonoured()
         self._role = role_maker
         self._strategy = strategy
+        self._minimized = False
+        util = current_util()
+        util._set_role_maker(role_maker)
+        util._set_strategy(strategy)
 
     def _check_init(self, what: str) -> RoleMakerBase:
         if self._role is None and not _F.initialized():
@@ -132,7 +141,8 @@ class Fleet:
 
     def server_index(self) -> int:
         """This server's index (-1 on a trainer)."""
-        return self._check_init("server_index").server_index()
+        self._check_init("server_index")
+        return _F.role().server_index
 
     def worker_endpoints(self, to_string: bool = False) -> Union[List[str], str]:
         """The trainers' endpoints (a list, or one comma-separated string)."""
@@ -173,6 +183,12 @@ class Fleet:
 
     # ---- parameter servers ----
 
+    # init_server, run_server, init_worker and stop_worker act as Paddle's in
+    # the other kinds of job: in a collective job they log that they should
+    # not be called there (ValueError before minimize: "Fleet can not find
+    # suitable runtime handler"); in a non-distributed fleet (no launcher)
+    # they log that they do nothing there.
+
     def init_server(self, model_dir: Optional[str] = None, *args: Any, **kwargs: Any) -> None:
         """Prepares this server's tables (loaded from ``model_dir`` when given)."""
         self._check_init("init_server")
@@ -186,13 +202,13 @@ class Fleet:
     def init_worker(self, scopes: Any = None) -> None:
         """Connects this trainer to the servers (after the startup program ran)."""
         self._check_init("init_worker")
-        if _F.is_worker() and not self._is_collective():
+        if not _F.is_server():
             _F.init_worker(False)
 
     def stop_worker(self) -> None:
         """Flushes what is queued and tells the servers this trainer is done."""
         self._check_init("stop_worker")
-        if _F.is_worker() and not self._is_collective():
+        if not _F.is_server():
             _F.stop_worker()
 
     def prefetch_sparse(self, feed: Mapping[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Paddle's ``FLAGS_*`` environment variables (seed 001 tunes with
+"""Paddle's ``FLAGS_*`` environment variables (collective training scripts tune with
 ``FLAGS_sync_nccl_allreduce``, ``FLAGS_fuse_parameter_memory_size``,
 ``FLAGS_fuse_parameter_groups_size``, ...). Flotilla honours
 ``FLAGS_selected_gpus`` (the device list its launcher sets) and

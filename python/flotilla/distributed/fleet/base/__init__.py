@@ -1,5 +1,6 @@
-"""Paddle's ``paddle.distributed.fleet.base``: the role makers."""
+"""Paddle's ``paddle.distributed.fleet.base``: the role makers and
+``util_factory`` (what ``fleet.util`` is)."""
 
-from . import role_maker  # noqa: F401
+from . import role_maker, util_factory  # noqa: F401
 
-__all__ = ["role_maker"]
+__all__ = ["role_maker", "util_factory"]

@@ -1,4 +1,4 @@
-"""Paddle 1.x collective fleet (``fluid.incubate.fleet.collective``), seed 001:
+"""Paddle 1.x collective fleet (``fluid.incubate.fleet.collective``):
 
     from flotilla.fluid.incubate.fleet.collective import fleet, DistributedStrategy
     from flotilla.fluid.incubate.fleet.base import role_maker

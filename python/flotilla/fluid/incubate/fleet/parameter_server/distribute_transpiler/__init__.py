@@ -1,5 +1,5 @@
 """Paddle 1.x parameter-server fleet
-(``fluid.incubate.fleet.parameter_server.distribute_transpiler``), seed 003:
+(``fluid.incubate.fleet.parameter_server.distribute_transpiler``):
 
     from flotilla.fluid.incubate.fleet.parameter_server.distribute_transpiler import fleet
     fleet.init(role_maker.PaddleCloudRoleMaker())

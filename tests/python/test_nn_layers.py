@@ -297,7 +297,7 @@ def test_layout_layers_shapes_and_values(programs):
     np.testing.assert_array_equal(d, np.pad(value, [(0, 0), (0, 0), (1, 0), (0, 2)], constant_values=-1.0))
 
 
-def test_static_nn_names_are_the_cnn_layers():
+def test_static_nn_names_are_the_nn_layers():
     assert flotilla.static.nn.conv2d is fluid.layers.conv2d
     assert flotilla.static.nn.batch_norm is fluid.layers.batch_norm
     for name in ("conv2d_transpose", "layer_norm", "group_norm"):

@@ -3,7 +3,8 @@
 //    started, and the terminal's Ctrl-C reaches only the launcher;
 //  - with PR_SET_PDEATHSIG(SIGKILL), so it cannot outlive a launcher that dies
 //    without cleaning up (even by SIGKILL);
-//  - with stdout and stderr on one given descriptor (a log file or a pipe);
+//  - with stdout and stderr on one given descriptor (a log file or a pipe),
+//    or stderr on a descriptor of its own;
 //  - with the launcher's signal mask and dispositions undone.
 // Spawn reports exec failures (no such program, no permission) as errors
 // instead of a child that exits 127.
@@ -19,7 +20,8 @@ namespace flotilla::launch {
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in the child's PATH
   std::vector<std::string> env;   // the child's whole environment, "NAME=value"
-  int output_fd = -1;             // becomes the child's stdout and stderr
+  int output_fd = -1;  // becomes the child's stdout and stderr; -1: it keeps this process's
+  int error_fd = -1;   // when set, becomes the child's stderr instead of output_fd
 };
 
 // Starts the process; returns its pid (also its process-group id). Throws

@@ -1,7 +1,7 @@
 // Convolutional-network layers (flotilla._core.layers, next to the other
 // layers) and their Paddle 2.x functional forms (flotilla._core.functional).
 // Arguments keep the C++ names and order, all required; the Python modules
-// (flotilla.cnn_layers, flotilla.nn.cnn_functional) give Paddle's keyword
+// (flotilla.nn_layers, flotilla.nn.cnn_functional) give Paddle's keyword
 // names, defaults and docstrings on top.
 //
 // Sizes and paddings arrive in any of Paddle's spellings and are turned
@@ -212,7 +212,7 @@ void BindFunctional(py::module_& m) {
 
 }  // namespace
 
-void BindCnnLayers(py::module_& m) {
+void BindNnLayers(py::module_& m) {
   py::module_ l = m.attr("layers").cast<py::module_>();
   BindConvolution(l);
   BindPooling(l);
