@@ -22,3 +22,5 @@ endfunction()
 flotilla_python_bench(bench_python)
 # A 64 MB feed against memcpy and NumPy's own copy (bench/bench_python_feed.py).
 flotilla_python_bench(bench_python_feed)
+# embedding + sequence_pool against PyTorch's EmbeddingBag (bench/bench_embedding_bag.py).
+flotilla_python_bench(bench_embedding_bag)

@@ -28,12 +28,12 @@ def data(name: str, shape: Sequence[int], dtype="float32", lod_level: int = 0,
     """A variable the user feeds. With ``append_batch_size`` and no -1 in
     ``shape``, a leading -1 (the batch) is added, as Paddle does.
 
-    Flotilla's tensors are dense: with ``lod_level`` > 0 every sample's
-    sequence must have the length ``shape`` gives (one id per slot in CTR
-    models); a ragged batch is refused with an error naming the variable."""
+    ``lod_level`` 1: each batch is variable-length sequences packed along the
+    first dimension, fed as a LoDTensor (``create_lod_tensor``) or through a
+    DataFeeder given one list per sample; ``shape`` is one step's."""
     if lod_level < 0:
         raise ValueError(f"layers.data(name={name!r}): lod_level must be >= 0, got {lod_level}")
-    return _L.data(name, [int(d) for d in shape], dtype, append_batch_size)
+    return _L.data(name, [int(d) for d in shape], dtype, append_batch_size, int(lod_level))
 
 
 def fc(input: Union[Variable, List[Variable]], size: int, num_flatten_dims: int = 1, param_attr=None,
@@ -269,3 +269,4 @@ def linear_lr_warmup(learning_rate, warmup_steps: int, start_lr: float, end_lr: 
 
 # ---- convolutional networks (conv2d, pool2d, batch_norm, ...): nn_layers.py ----
 from .nn_layers import *  # noqa: E402,F401,F403
+from .sequence_lod import *  # noqa: E402,F401,F403

@@ -40,6 +40,8 @@ void BindNnLayers(py::module_& m);
 void BindVision(py::module_& m);
 // fleet.util's host-value collectives (m.fleet_util): fleet_util.cc.
 void BindFleetUtil(py::module_& m);
+// Sequence (LoD) layers, into m.layers: sequence_layers.cc.
+void BindSequenceLayers(py::module_& m);
 
 // (optimize op types, [(param, grad)]): what Python's minimize() returns.
 py::tuple MinimizeResultTuple(const optimizer::MinimizeResult& result);

@@ -57,7 +57,8 @@ void BindVariable(py::module_& m) {
       .def_property_readonly("is_parameter", [](const Variable& v) { return v.desc().is_parameter; })
       .def_property_readonly("is_data", [](const Variable& v) { return v.desc().is_data; })
       .def_property_readonly("block", &Variable::block, py::return_value_policy::reference_internal)
-      .def_property_readonly("lod_level", [](const Variable&) { return 0; }, "Always 0 (no LoD).")
+      .def_property_readonly("lod_level", [](const Variable& v) { return v.desc().lod_level; },
+                             "Levels of sequence offsets its tensors carry (0: dense).")
       .def("__repr__", [](const Variable& v) {
         return "Variable(name=" + v.name() + ", shape=" + DimsToString(v.shape()) +
                ", dtype=" + ShortDType(v.dtype()) + ")";

@@ -110,10 +110,11 @@ void BindLossesAndMetrics(py::module_& m) {
 
 void BindParameterLayers(py::module_& m) {
   m.def("data",
-        [](const std::string& name, Dims shape, const py::handle& dtype, bool append_batch_size) {
-          return layers::data(name, std::move(shape), ToDType(dtype), append_batch_size);
+        [](const std::string& name, Dims shape, const py::handle& dtype, bool append_batch_size, int lod_level) {
+          return layers::data(name, std::move(shape), ToDType(dtype), append_batch_size, lod_level);
         },
-        py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("append_batch_size"));
+        py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("append_batch_size"),
+        py::arg("lod_level") = 0);
   m.def("fc", py::overload_cast<const std::vector<Variable>&, int64_t, int, const ParamAttr&,
                                 const ParamAttr&, const std::string&, const std::string&>(&layers::fc),
         py::arg("inputs"), py::arg("size"), py::arg("num_flatten_dims"), py::arg("param_attr"),
@@ -175,6 +176,7 @@ void BindLayers(py::module_& m) {
   BindLossesAndMetrics(l);
   BindParameterLayers(l);
   BindSchedules(l);
+  BindSequenceLayers(l);
 }
 
 }  // namespace flotilla::python

@@ -68,6 +68,12 @@ Tensor Wrap(const py::array& a, DType dtype) {
 
 std::string DTypeString(const py::dtype& dt) { return py::str(py::handle(dt)).cast<std::string>(); }
 
+// Sets `lod` on `t` after checking it against t's rows.
+void SetCheckedLoD(Tensor& t, LoD lod) {
+  CheckLoD(lod, t.rank() ? t.dim(0) : -1, "LoDTensor of shape " + DimsToString(t.dims()));
+  t.set_lod(std::move(lod));
+}
+
 }  // namespace
 
 void DrainReleases() {
@@ -149,8 +155,10 @@ py::array AdoptAsNumpy(Tensor tensor) {
 
 void BindTensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", R"doc(
-A dense tensor of the C++ core (Paddle's LoDTensor). ``np.array(t)`` copies it
-out; ``t.set(ndarray, place)`` replaces its contents with a copy of the array.)doc")
+A tensor of the C++ core (Paddle's LoDTensor): dense data, optionally with
+sequence offsets (``lod()``, ``recursive_sequence_lengths()``). ``np.array(t)``
+copies the data out; ``t.set(ndarray, place)`` replaces it with a copy of the
+array.)doc")
       .def(py::init<>())
       .def("shape", [](const Tensor& t) { return std::vector<int64_t>(t.dims()); },
            "The tensor's shape as a list.")
@@ -159,15 +167,31 @@ out; ``t.set(ndarray, place)`` replaces its contents with a copy of the array.)d
       .def("_is_initialized", &Tensor::initialized, "True once the tensor holds data.")
       .def("_data_ptr", [](Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); },
            "Address of the first element (for tests of zero-copy feeds).")
-      .def("lod", [](const Tensor&) { return py::list(); },
-           "Always [] (Flotilla's tensors are dense; no LoD).")
+      .def("lod", [](const Tensor& t) { return t.lod(); },
+           "The sequence offsets, outermost level first ([] for a dense tensor).")
+      .def("set_lod", [](Tensor& t, const LoD& lod) { SetCheckedLoD(t, lod); }, py::arg("lod"),
+           "Sets the offsets; raises InvalidArgumentError when they do not describe the rows.")
+      .def("recursive_sequence_lengths", [](const Tensor& t) { return OffsetsToLengths(t.lod()); },
+           "The sequence lengths of every level ([[2, 0, 3]] for offsets [[0, 2, 2, 5]]).")
+      .def("set_recursive_sequence_lengths",
+           [](Tensor& t, const std::vector<std::vector<int64_t>>& lengths) {
+             SetCheckedLoD(t, LengthsToOffsets(lengths));
+           },
+           py::arg("recursive_sequence_lengths"),
+           "Sets the offsets from per-level sequence lengths; raises InvalidArgumentError when they do "
+           "not describe the rows.")
+      .def("has_valid_recursive_sequence_lengths",
+           [](const Tensor& t) { return IsValidLoD(t.lod(), t.rank() ? t.dim(0) : -1); },
+           "True when the offsets describe the tensor's rows (always for a dense tensor).")
       .def(
           "set",
           [](Tensor& t, const py::handle& value, const py::handle& /*place*/) {
+            Tensor copy = t;
             t.CopyFrom(ToTensor(value, "Tensor.set"));
+            t.ShareLoD(copy);
           },
           py::arg("array"), py::arg("place") = py::none(),
-          "Copies ``array`` into this tensor (shape and dtype follow the array).")
+          "Copies ``array`` into this tensor (shape and dtype follow the array; its offsets stay).")
       .def("__array__",
            [](const Tensor& t, const py::object& dtype) {
              py::array a = ToNumpy(t);

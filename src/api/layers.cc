@@ -9,7 +9,8 @@ namespace flotilla::layers {
 using internal::LayerHelper;
 using internal::UnaryOp;
 
-Variable data(const std::string& name, Dims shape, DType dtype, bool append_batch_size) {
+Variable data(const std::string& name, Dims shape, DType dtype, bool append_batch_size, int lod_level) {
+  FLOTILLA_ENFORCE(lod_level >= 0, "layers::data(", name, "): lod_level must be >= 0, got ", lod_level);
   bool has_unknown = std::find(shape.begin(), shape.end(), -1) != shape.end();
   if (append_batch_size && !has_unknown) shape.insert(shape.begin(), -1);
   Block& block = default_main_program().global_block();
@@ -18,6 +19,7 @@ Variable data(const std::string& name, Dims shape, DType dtype, bool append_batc
   v.shape = std::move(shape);
   v.dtype = dtype;
   v.is_data = true;
+  v.lod_level = lod_level;
   v.stop_gradient = true;
   return Variable(&block, name);
 }

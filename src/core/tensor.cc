@@ -104,7 +104,18 @@ void Tensor::CheckType(DType expected) const {
                    DTypeName(expected), " was requested");
 }
 
+const LoD& Tensor::lod() const {
+  static const LoD kNone;
+  return lod_ ? *lod_ : kNone;
+}
+
+Tensor& Tensor::set_lod(LoD lod) {
+  lod_ = lod.empty() ? nullptr : std::make_shared<const LoD>(std::move(lod));
+  return *this;
+}
+
 void Tensor::CopyFrom(const Tensor& other) {
+  lod_ = other.lod_;
   if (buffer_ != nullptr && buffer_ == other.buffer_ && offset_ == other.offset_) {
     dims_ = other.dims_;
     numel_ = other.numel_;
@@ -131,6 +142,7 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   int64_t row = dims_[0] == 0 ? 0 : numel() / dims_[0];
   t.offset_ = offset_ + static_cast<size_t>(begin * row) * SizeOf(dtype_);
   t.dims_[0] = end - begin;
+  t.lod_ = nullptr;
   t.numel_ = Numel(t.dims_);
   return t;
 }
@@ -143,6 +155,7 @@ void Tensor::SetZero() {
 std::string Tensor::DebugString(int max_items) const {
   std::ostringstream out;
   out << "Tensor(" << DTypeName(dtype_) << ", " << DimsToString(dims_);
+  if (lod_) out << ", lod " << LoDToString(*lod_);
   if (initialized()) {
     out << ", [";
     int64_t n = std::min<int64_t>(numel(), max_items);

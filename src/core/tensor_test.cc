@@ -104,3 +104,55 @@ TEST(SelectedRows, IntegerSumsThatOverflowAreRefused) {
 
 }  // namespace
 }  // namespace flotilla
+
+namespace flotilla {
+namespace {
+
+TEST(LoD, LengthsAndOffsetsRoundTrip) {
+  const LoD lod = LengthsToOffsets({{2, 0, 3}});
+  EXPECT_EQ(lod, (LoD{{0, 2, 2, 5}}));
+  EXPECT_EQ(OffsetsToLengths(lod), (std::vector<std::vector<int64_t>>{{2, 0, 3}}));
+  EXPECT_EQ(LoDToString(lod), "[[0, 2, 2, 5]]");
+  EXPECT_THROW(LengthsToOffsets({{1, -1}}), InvalidArgument);
+}
+
+TEST(LoD, ValidatesEveryRule) {
+  EXPECT_TRUE(IsValidLoD({}, 7));
+  EXPECT_TRUE(IsValidLoD({{0, 2, 3}, {0, 1, 1, 4}}, 4));
+  EXPECT_FALSE(IsValidLoD({{0}}, 0));                     // no sequence
+  EXPECT_FALSE(IsValidLoD({{1, 4}}, 4));                  // does not start at 0
+  EXPECT_FALSE(IsValidLoD({{0, 3, 2}}, 2));               // decreases
+  EXPECT_FALSE(IsValidLoD({{0, 2}}, 3));                  // rows differ
+  EXPECT_FALSE(IsValidLoD({{0, 1}, {0, 1, 4}}, 4));       // outer level ends early
+  try {
+    CheckLoD({{0, 2}}, 3, "feed 'ids'");
+    FAIL() << "CheckLoD accepted offsets ending at 2 for 3 rows";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("feed 'ids': invalid LoD [[0, 2]]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3 rows"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Tensor, OffsetsTravelWithTheValue) {
+  auto t = Tensor::FromVector<float>({1, 2, 3, 4}, {4, 1});
+  EXPECT_FALSE(t.has_lod());
+  EXPECT_TRUE(t.lod().empty());
+  t.set_lod({{0, 1, 4}});
+  EXPECT_EQ(t.lod_level(), 1);
+  Tensor shared = t;
+  Tensor deep = t.Clone();
+  Tensor copied;
+  copied.CopyFrom(t);
+  for (const Tensor* c : {&shared, &deep, &copied}) EXPECT_EQ(c->lod(), (LoD{{0, 1, 4}}));
+  EXPECT_FALSE(t.Slice(0, 2).has_lod());
+  t.set_lod({});
+  EXPECT_FALSE(t.has_lod());
+  EXPECT_EQ(shared.lod(), (LoD{{0, 1, 4}}));  // offsets are values, not shared state
+  Tensor other;
+  other.ShareLoD(shared);
+  EXPECT_EQ(other.lod_level(), 1);
+  EXPECT_NE(shared.DebugString().find("lod [[0, 1, 4]]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace flotilla

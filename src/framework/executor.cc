@@ -192,6 +192,7 @@ void CheckFeed(const Block& block, const std::string& name, const Tensor& value)
   FLOTILLA_ENFORCE(DimsCompatible(v->shape, value.dims()), "feed '", name, "' has shape ",
                    DimsToString(value.dims()), " but the program declares ",
                    DimsToString(v->shape), " (-1 matches any size)");
+  if (value.has_lod()) CheckLoD(value.lod(), value.rank() ? value.dim(0) : -1, "feed '" + name + "'");
 }
 
 void CheckFeedsPresent(const std::vector<std::string>& data_inputs, const FeedMap& feed) {

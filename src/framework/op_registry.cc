@@ -14,9 +14,39 @@ OpRegistry& OpRegistry::Global() {
   return *registry;
 }
 
+namespace {
+
+// Output `out` of the op takes input `in`'s offsets when they describe its
+// rows, and none otherwise (so no stale offsets survive from an earlier run).
+void ShareLoDAfterRun(const ExecutionContext& ctx, const std::string& in, const std::string& out) {
+  ScopeVar* x = ctx.InputVar(in);
+  ScopeVar* y = ctx.OutputVar(out);
+  if (x == nullptr || y == nullptr || !x->IsTensor() || !y->IsTensor()) return;
+  const Tensor& from = *x->GetMutableTensor();
+  Tensor* to = y->GetMutableTensor();
+  const bool fits = from.has_lod() && to->rank() >= 1 && from.lod().back().back() == to->dim(0);
+  if (fits) {
+    to->ShareLoD(from);
+  } else if (to->has_lod()) {
+    to->set_lod({});
+  }
+}
+
+KernelFn WithSharedLoD(KernelFn kernel, std::vector<std::pair<std::string, std::string>> pairs) {
+  return [kernel = std::move(kernel), pairs = std::move(pairs)](ExecutionContext& ctx) {
+    kernel(ctx);
+    for (const auto& [in, out] : pairs) ShareLoDAfterRun(ctx, in, out);
+  };
+}
+
+}  // namespace
+
 void OpRegistry::Register(OpInfo info) {
   FLOTILLA_CHECK(!ops_.count(info.type), AlreadyExists, "op '", info.type,
                  "' is registered twice");
+  if (!info.share_lod.empty()) {
+    for (auto& [kind, kernel] : info.kernels) kernel = WithSharedLoD(std::move(kernel), info.share_lod);
+  }
   std::string type = info.type;
   ops_.emplace(std::move(type), std::move(info));
 }
@@ -104,6 +134,14 @@ void InferShapeContext::SetOutputDType(const std::string& slot, DType dtype, siz
 
 void InferShapeContext::SetOutputVarType(const std::string& slot, VarType type, size_t i) {
   if (VarDesc* v = OutputVar(slot, i)) v->type = type;
+}
+
+int InferShapeContext::InputLoDLevel(const std::string& slot, size_t i) const {
+  return block_.Var(Arg(op_.Inputs(slot), i, op_, slot)).lod_level;
+}
+
+void InferShapeContext::SetOutputLoDLevel(const std::string& slot, int level, size_t i) {
+  if (VarDesc* v = OutputVar(slot, i)) v->lod_level = level;
 }
 
 void InferShapeContext::ShareDim(const std::string& in_slot, const std::string& out_slot,

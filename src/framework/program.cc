@@ -87,6 +87,11 @@ void Block::InferShape(const OpDesc& op) {
     InferShapeContext ctx(op, *this);
     info.infer_shape(ctx);
   }
+  for (const auto& [in, out] : info.share_lod) {
+    if (!op.HasInput(in) || !op.HasOutput(out)) continue;
+    VarDesc* x = FindVar(op.Inputs(in)[0]);
+    if (x != nullptr) Var(op.Outputs(out)[0]).lod_level = x->lod_level;
+  }
 }
 
 OpDesc& Block::AppendOpRaw(OpDesc op) {

@@ -69,6 +69,7 @@ void VarToProto(const VarDesc& v, proto::VarDesc* out) {
   out->set_stop_gradient(v.stop_gradient);
   out->set_is_parameter(v.is_parameter);
   out->set_is_data(v.is_data);
+  out->set_lod_level(v.lod_level);
 }
 
 void VarFromProto(const proto::VarDesc& in, VarDesc* v) {
@@ -79,6 +80,7 @@ void VarFromProto(const proto::VarDesc& in, VarDesc* v) {
   v->stop_gradient = in.stop_gradient();
   v->is_parameter = in.is_parameter();
   v->is_data = in.is_data();
+  v->lod_level = in.lod_level();
 }
 
 }  // namespace

@@ -283,5 +283,28 @@ TEST(TensorFileTest, RoundTripsEveryDTypeAndEdgeShape) {
   }
 }
 
+TEST(TensorFileTest, KeepsSequenceOffsets) {
+  TempDir tmp;
+  Tensor t = Tensor::FromVector<int64_t>({4, 5, 6}, {3, 1});
+  t.set_lod({{0, 1, 1, 3}});
+  const std::string path = tmp / "ids";
+  SaveTensor(path, t);
+  Tensor back = LoadTensor(path);
+  EXPECT_EQ(back.lod(), t.lod());
+  EXPECT_EQ(back.ToVector<int64_t>(), t.ToVector<int64_t>());
+  // Offsets that do not describe the rows are refused, naming the file.
+  t.set_lod({{0, 1, 4}});
+  SaveTensor(path, t);
+  try {
+    LoadTensor(path);
+    FAIL() << "a LoD ending past the rows was accepted";
+  } catch (const Corruption& e) {
+    ExpectContains(e.what(), "invalid LoD");
+  }
+  // A tensor without offsets keeps the version 1 bytes.
+  SaveTensor(path, Tensor::FromVector<float>({1}, {1}));
+  EXPECT_FALSE(LoadTensor(path).has_lod());
+}
+
 }  // namespace
 }  // namespace flotilla::io

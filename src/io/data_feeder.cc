@@ -14,8 +14,11 @@ DataFeeder::DataFeeder(const std::vector<Variable>& feed_list, Place place)
     FLOTILLA_ENFORCE(v.valid(), "DataFeeder: feed list holds an invalid variable");
     FLOTILLA_ENFORCE(!v.shape().empty(), "DataFeeder: feed variable '", v.name(),
                      "' has no batch dimension (shape [])");
+    FLOTILLA_ENFORCE(v.desc().lod_level <= 1, "DataFeeder: feed variable '", v.name(), "' has lod_level ",
+                     v.desc().lod_level, "; the feeder packs lod_level 0 and 1 (feed deeper LoD tensors "
+                     "built with create_lod_tensor)");
     Dims sample_dims(v.shape().begin() + 1, v.shape().end());
-    slots_.push_back(Slot{v.name(), v.dtype(), std::move(sample_dims)});
+    slots_.push_back(Slot{v.name(), v.dtype(), std::move(sample_dims), v.desc().lod_level});
     names_.push_back(v.name());
   }
 }
@@ -36,6 +39,7 @@ FeedMap DataFeeder::Feed(const std::vector<Sample>& batch) const {
 // [batch, ...] tensor.
 Tensor DataFeeder::FeedSlot(size_t s, const std::vector<Sample>& batch) const {
   const Slot& slot = slots_[s];
+  if (slot.lod_level == 1) return FeedSequences(s, batch);
   const Tensor& first = batch[0][s];
   // Unknown inner dims (-1) take the first sample's shape.
   bool unknown = Numel(slot.sample_dims) < 0;
@@ -58,6 +62,36 @@ Tensor DataFeeder::FeedSlot(size_t s, const std::vector<Sample>& batch) const {
   for (size_t i = 0; i < batch.size(); ++i) {
     std::memcpy(dst + i * row_bytes, batch[i][s].raw_data(), row_bytes);
   }
+  return out;
+}
+
+// Packs every sample's sequence of rows into one tensor with their offsets.
+Tensor DataFeeder::FeedSequences(size_t s, const std::vector<Sample>& batch) const {
+  const Slot& slot = slots_[s];
+  FLOTILLA_ENFORCE(Numel(slot.sample_dims) > 0, "DataFeeder: sequence variable '", slot.name,
+                   "' needs a known row shape, got ", DimsToString(slot.sample_dims));
+  const int64_t row = Numel(slot.sample_dims);
+  LoDLevel offsets{0};
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Tensor& field = batch[i][s];
+    FLOTILLA_ENFORCE(field.dtype() == slot.dtype && field.numel() % row == 0 &&
+                         (field.initialized() || field.numel() == 0),
+                     "DataFeeder: sequence variable '", slot.name, "' expects each sample to be ",
+                     DTypeName(slot.dtype), " rows of shape ", DimsToString(slot.sample_dims),
+                     ", but sample ", i, " holds ", DTypeName(field.dtype()), " of shape ",
+                     DimsToString(field.dims()));
+    offsets.push_back(offsets.back() + field.numel() / row);
+  }
+  Dims dims{offsets.back()};
+  dims.insert(dims.end(), slot.sample_dims.begin(), slot.sample_dims.end());
+  Tensor out(slot.dtype, dims, place_);
+  auto* dst = static_cast<char*>(out.raw_mutable_data(slot.dtype));
+  const size_t row_bytes = static_cast<size_t>(row) * SizeOf(slot.dtype);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(offsets[i + 1] - offsets[i]) * row_bytes;
+    if (bytes > 0) std::memcpy(dst + static_cast<size_t>(offsets[i]) * row_bytes, batch[i][s].raw_data(), bytes);
+  }
+  out.set_lod({std::move(offsets)});
   return out;
 }
 

@@ -50,6 +50,22 @@ TEST_F(DataFeederTest, StacksSamplesBehindABatchDimension) {
   EXPECT_EQ(feeder.feed_names(), (std::vector<std::string>{"x", "label"}));
 }
 
+TEST_F(DataFeederTest, PacksSequencesOfALoDVariableWithOffsets) {
+  VarDesc& ids = program.global_block().CreateVar("ids");
+  ids.shape = {-1, 1};
+  ids.dtype = DType::kInt64;
+  ids.lod_level = 1;
+  DataFeeder feeder({program.global_block().GetVariable("ids")});
+  FeedMap feed = feeder.Feed({{Tensor::FromVector<int64_t>({4, 5, 6}, {3})},
+                              {Tensor::FromVector<int64_t>({}, {0})},
+                              {Tensor::FromVector<int64_t>({7}, {1, 1})}});
+  EXPECT_EQ(feed["ids"].dims(), (Dims{4, 1}));
+  EXPECT_EQ(feed["ids"].ToVector<int64_t>(), (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(feed["ids"].lod(), (LoD{{0, 3, 3, 4}}));
+  ids.lod_level = 2;
+  EXPECT_THROW(DataFeeder({program.global_block().GetVariable("ids")}), InvalidArgument);
+}
+
 TEST_F(DataFeederTest, AcceptsAnyShapeWithTheRightElementCount) {
   DataFeeder feeder({program.global_block().GetVariable("x")});
   FeedMap feed = feeder.Feed({{Tensor::FromVector<float>({1, 2, 3}, {1, 3})}});

@@ -29,6 +29,7 @@ void ToProto(const NamedTensors& tensors, rpc::HeterBatch* out) {
     p->set_dtype(static_cast<int32_t>(t.dtype()));
     for (int64_t d : t.dims()) p->add_dims(d);
     p->set_data(static_cast<const char*>(t.raw_data()), t.nbytes());
+    for (const LoDLevel& level : t.lod()) p->add_lod()->mutable_offsets()->Add(level.begin(), level.end());
   }
 }
 
@@ -41,6 +42,10 @@ NamedTensors FromProto(const rpc::HeterBatch& in, const std::string& who) {
                    "' of shape ", DimsToString(t.dims()), " carries ", p.data().size(),
                    " bytes, expected ", t.nbytes());
     std::memcpy(t.raw_mutable_data(dtype), p.data().data(), t.nbytes());
+    LoD lod;
+    for (const auto& level : p.lod()) lod.emplace_back(level.offsets().begin(), level.offsets().end());
+    CheckLoD(lod, t.rank() ? t.dim(0) : -1, who + ": tensor '" + p.name() + "'");
+    t.set_lod(std::move(lod));
     out.emplace_back(p.name(), std::move(t));
   }
   return out;

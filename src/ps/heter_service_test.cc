@@ -23,6 +23,7 @@ NamedTensors Double(int, const NamedTensors& in, const std::vector<std::string>&
   const Tensor& x = in.at(0).second;
   Tensor y(DType::kFloat32, x.dims());
   for (int64_t i = 0; i < x.numel(); ++i) y.data<float>()[i] = 2 * x.data<float>()[i];
+  y.ShareLoD(x);
   return {{"y", y}};
 }
 
@@ -39,7 +40,9 @@ TEST(HeterService, BatchesInFlightComeBackMatchedAndDoneEndsRun) {
   std::vector<std::future<NamedTensors>> flying;
   for (int i = 0; i < 8; ++i) {
     HeterClient& c = i % 2 == 0 ? a : b;
-    flying.push_back(c.Run(i, {{"x", Tensor::FromVector<float>({float(i), float(i) + 0.5f}, {1, 2})}}));
+    Tensor x = Tensor::FromVector<float>({float(i), float(i) + 0.5f}, {1, 2});
+    if (i == 3) x.set_lod({{0, 0, 1}});  // sequence offsets travel both ways
+    flying.push_back(c.Run(i, {{"x", x}}));
   }
   for (int i = 0; i < 8; ++i) {
     NamedTensors r = flying[i].get();
@@ -48,6 +51,7 @@ TEST(HeterService, BatchesInFlightComeBackMatchedAndDoneEndsRun) {
     EXPECT_EQ(r[0].second.dims(), (Dims{1, 2}));
     EXPECT_FLOAT_EQ(r[0].second.data<float>()[0], 2.0f * i);
     EXPECT_FLOAT_EQ(r[0].second.data<float>()[1], 2.0f * i + 1);
+    EXPECT_EQ(r[0].second.lod(), i == 3 ? (LoD{{0, 0, 1}}) : LoD{});
   }
   EXPECT_EQ(server.batches(), 8);
   a.Done();

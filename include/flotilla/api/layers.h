@@ -17,9 +17,10 @@ namespace flotilla::layers {
 
 // A variable fed by the user. When `shape` holds no -1 and
 // append_batch_size is set, a leading -1 (the batch) is added, as Paddle's
-// fluid.layers.data does; a shape with -1 is used as is.
+// fluid.layers.data does; a shape with -1 is used as is. lod_level 1: each
+// batch is variable-length sequences packed along the first dimension.
 Variable data(const std::string& name, Dims shape, DType dtype = DType::kFloat32,
-              bool append_batch_size = true);
+              bool append_batch_size = true, int lod_level = 0);
 
 // out = act(input · W + b). input is flattened to 2-D at num_flatten_dims.
 // W defaults to Xavier, b to 0. act: "", "relu", "tanh", "sigmoid", "softmax".
@@ -93,3 +94,5 @@ Variable create_global_var(Dims shape, double value, DType dtype, bool persistab
 
 // Convolution, pooling, normalisation, dropout and layout layers.
 #include "flotilla/api/nn_layers.h"  // IWYU pragma: export
+// Sequence (LoD) layers.
+#include "flotilla/api/sequence_layers.h"  // IWYU pragma: export

@@ -5,6 +5,12 @@
 // 64-byte aligned and grows only: Resize() to a smaller or equal byte size
 // keeps the allocation, so an executor reusing tensors across steps does not
 // allocate. Not thread-safe for concurrent mutation of the same tensor.
+//
+// A tensor may carry sequence offsets over its first dimension (Paddle's
+// LoD, see core/lod.h). They travel with the value: copies, ShareDataWith,
+// CopyFrom and Clone keep them; Slice drops them; Resize and Reshape leave
+// them as they are. They are held immutable and shared between copies, so
+// copying a tensor never copies its offsets.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +23,7 @@
 
 #include "flotilla/core/dims.h"
 #include "flotilla/core/dtype.h"
+#include "flotilla/core/lod.h"
 #include "flotilla/core/place.h"
 
 namespace flotilla {
@@ -87,12 +94,25 @@ class Tensor {
   template <typename T> std::span<const T> span() const { return {data<T>(), size_t(numel())}; }
   template <typename T> std::vector<T> ToVector() const;
 
-  // Shares `other`'s buffer, shape and dtype.
+  // Sequence offsets; empty for a plain tensor. set_lod does not validate
+  // (CheckLoD does); set_lod({}) drops them.
+  const LoD& lod() const;
+  bool has_lod() const { return lod_ != nullptr; }
+  int lod_level() const { return lod_ ? static_cast<int>(lod_->size()) : 0; }
+  Tensor& set_lod(LoD lod);
+  // Takes `other`'s offsets (none when it has none) without copying them.
+  Tensor& ShareLoD(const Tensor& other) {
+    lod_ = other.lod_;
+    return *this;
+  }
+
+  // Shares `other`'s buffer, shape, dtype and offsets.
   void ShareDataWith(const Tensor& other) { *this = other; }
   // Deep copy into this tensor (reusing this tensor's buffer when large enough).
   void CopyFrom(const Tensor& other);
   Tensor Clone() const;
-  // A view of rows [begin, end) of the first dimension; shares the buffer.
+  // A view of rows [begin, end) of the first dimension; shares the buffer,
+  // carries no offsets.
   Tensor Slice(int64_t begin, int64_t end) const;
   void SetZero();
   // Shares the buffer when both are the same; for tests and debugging.
@@ -108,6 +128,7 @@ class Tensor {
   int64_t numel_ = 1;  // Numel(dims_), cached: kernels call numel() in loops
   DType dtype_ = DType::kFloat32;
   Place place_;
+  std::shared_ptr<const LoD> lod_;  // null: no offsets
 };
 
 // ---- template definitions ----

@@ -36,6 +36,9 @@ struct VarDesc {
   bool stop_gradient = false;
   bool is_parameter = false;
   bool is_data = false;  // fed by the user; the executor checks its feed
+  // Levels of sequence offsets its tensors carry (Paddle's lod_level): 0 for
+  // dense data, 1 for a batch of variable-length sequences.
+  int lod_level = 0;
   // A parameter's own weight decay (ParamAttr::regularizer), which overrides
   // the optimizer's: "" (none of its own), "l2_decay" or "l1_decay", with its
   // coefficient. Copied by Program::Clone; not serialised.

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flotilla/core/place.h"
@@ -37,6 +38,12 @@ struct OpInfo {
   AttributeMap default_attrs;  // filled into ops that do not set them
   // Inputs whose gradients are never produced (labels, ids, learning rate).
   std::vector<std::string> no_grad_inputs;
+  // (input slot, output slot) pairs, Paddle's ShareLoD: after every run of a
+  // kernel the output takes the input's sequence offsets (or drops its own
+  // when the input has none or their rows differ), and at build time the
+  // output variable takes the input's lod_level. Applied by Register, so
+  // every runner of the kernel gets it.
+  std::vector<std::pair<std::string, std::string>> share_lod;
 
   bool differentiable() const { return static_cast<bool>(grad_maker); }
 };
@@ -88,10 +95,12 @@ class InferShapeContext {
   std::vector<Dims> InputDims(const std::string& slot) const;
   DType InputDType(const std::string& slot, size_t i = 0) const;
   VarType InputVarType(const std::string& slot, size_t i = 0) const;
+  int InputLoDLevel(const std::string& slot, size_t i = 0) const;
   // Setters skip @EMPTY@ arguments and create missing output variables.
   void SetOutputDim(const std::string& slot, const Dims& dims, size_t i = 0);
   void SetOutputDType(const std::string& slot, DType dtype, size_t i = 0);
   void SetOutputVarType(const std::string& slot, VarType type, size_t i = 0);
+  void SetOutputLoDLevel(const std::string& slot, int level, size_t i = 0);
   // Output i of out_slot gets the dims and dtype of input i of in_slot.
   void ShareDim(const std::string& in_slot, const std::string& out_slot, size_t i = 0);
   template <typename T> T Attr(const std::string& name) const { return op_.Attr<T>(name); }

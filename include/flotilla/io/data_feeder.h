@@ -3,7 +3,11 @@
 //
 // Field i of every sample feeds feed_list[i]. The fed tensor has the batch
 // dimension prepended: variable shape [-1, 13] and samples x [13] give a
-// [batch, 13] tensor. Stateless after construction; Feed() is thread-safe.
+// [batch, 13] tensor. A variable of lod_level 1 takes a sequence per sample
+// instead: each sample's field holds any number of rows of the variable's
+// per-row shape (ids [n] or [n, 1] for shape [-1, 1]); the fed tensor packs
+// them, [Σn, ...], with offsets [[0, n0, n0+n1, ...]] (Paddle's LoDTensor).
+// Stateless after construction; Feed() is thread-safe.
 #pragma once
 
 #include <string>
@@ -35,8 +39,10 @@ class DataFeeder {
     std::string name;
     DType dtype;
     Dims sample_dims;  // variable shape without the batch dimension
+    int lod_level = 0;
   };
   Tensor FeedSlot(size_t slot, const std::vector<Sample>& batch) const;
+  Tensor FeedSequences(size_t slot, const std::vector<Sample>& batch) const;
 
   std::vector<Slot> slots_;
   std::vector<std::string> names_;

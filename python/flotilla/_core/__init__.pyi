@@ -84,7 +84,7 @@ class ScopeVar:
     ...
 
 class Tensor:
-    """A dense tensor of the C++ core (Paddle's LoDTensor). ``np.array(t)`` copies it"""
+    """A tensor of the C++ core (Paddle's LoDTensor): dense data, optionally with"""
     def __array__(self, dtype: Any = ...) -> Any:
         """A NumPy copy of the data."""
     def __init__(self) -> None: ...
@@ -94,10 +94,18 @@ class Tensor:
         """The element type's name ("float32", ...)."""
     def _is_initialized(self) -> bool:
         """True once the tensor holds data."""
+    def has_valid_recursive_sequence_lengths(self) -> bool:
+        """True when the offsets describe the tensor's rows (always for a dense tensor)."""
     def lod(self) -> Any:
-        """Always [] (Flotilla's tensors are dense; no LoD)."""
+        """The sequence offsets, outermost level first ([] for a dense tensor)."""
+    def recursive_sequence_lengths(self) -> Any:
+        """The sequence lengths of every level ([[2, 0, 3]] for offsets [[0, 2, 2, 5]])."""
     def set(self, array: Any, place: Any = ...) -> None:
-        """Copies ``array`` into this tensor (shape and dtype follow the array)."""
+        """Copies ``array`` into this tensor (shape and dtype follow the array; its offsets stay)."""
+    def set_lod(self, lod: Any) -> None:
+        """Sets the offsets; raises InvalidArgumentError when they do not describe the rows."""
+    def set_recursive_sequence_lengths(self, recursive_sequence_lengths: Any) -> None:
+        """Sets the offsets from per-level sequence lengths; raises InvalidArgumentError when they do not describe the rows."""
     def shape(self) -> Any:
         """The tensor's shape as a list."""
     ...

@@ -99,3 +99,4 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index
 
 # Convolutional networks (conv2d, max_pool2d, batch_norm, ...): cnn_functional.py.
 from .cnn_functional import *  # noqa: E402,F401,F403
+from ..sequence_lod import sequence_mask  # noqa: E402,F401

@@ -19,11 +19,11 @@ from .io import (deserialize_persistables, deserialize_program, load, load_from_
 def data(name: str, shape: Sequence[Optional[int]], dtype="float32", lod_level: int = 0) -> Variable:
     """A fed variable with exactly ``shape`` (None or -1 for the batch);
     unlike ``fluid.layers.data`` no batch dimension is added. With
-    ``lod_level`` > 0 sequences must have the fixed length ``shape`` gives
-    (Flotilla's tensors are dense; a ragged batch is refused by name)."""
+    ``lod_level`` 1 each batch is variable-length sequences packed along the
+    first dimension (a LoDTensor; ``shape`` is then one step's, batch first)."""
     if lod_level < 0:
         raise ValueError(f"paddle.static.data(name={name!r}): lod_level must be >= 0, got {lod_level}")
-    return _core.layers.data(name, [-1 if d is None else int(d) for d in shape], dtype, False)
+    return _core.layers.data(name, [-1 if d is None else int(d) for d in shape], dtype, False, int(lod_level))
 
 
 def create_global_var(shape: Sequence[int], value: float, dtype, persistable: bool = False,

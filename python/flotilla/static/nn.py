@@ -5,6 +5,9 @@ from typing import Optional, Sequence
 from .. import layers as _layers
 from ..nn_layers import batch_norm, conv2d, conv2d_transpose, group_norm, layer_norm  # noqa: F401
 from ..framework import Variable
+from .. import sequence_lod
+from .._alias import alias as _alias
+from ..sequence_lod import *  # noqa: F401,F403
 
 
 def fc(x, size: int, num_flatten_dims: int = 1, weight_attr=None, bias_attr=None,
@@ -32,3 +35,6 @@ def sparse_embedding(input: Variable, size: Sequence[int], padding_idx: Optional
 
 __all__ = ["fc", "embedding", "sparse_embedding", "conv2d", "conv2d_transpose", "batch_norm", "layer_norm",
            "group_norm"]
+
+
+_alias(f"{__name__}.sequence_lod", sequence_lod)

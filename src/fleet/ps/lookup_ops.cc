@@ -1,5 +1,6 @@
 // distributed_lookup_table and its gradient: embedding rows that live on the
 // parameter servers. Only the batch's distinct ids are pulled.
+#include <algorithm>
 #include <cstring>
 
 #include "fleet/ps/ps_ops.h"
@@ -126,11 +127,23 @@ void PrefetchKernel(ExecutionContext& ctx) {
 }
 
 // The clicks of the ids: the Click input holds one value per instance
-// (its label); an instance's ids share it. Empty without the input.
-std::vector<float> ClicksOfIds(const ExecutionContext& ctx, int64_t ids) {
+// (its label); an instance's ids share it: the ids of its sequence when Ids
+// carries sequence offsets, else an equal share of the ids. Empty without
+// the input.
+std::vector<float> ClicksOfIds(const ExecutionContext& ctx, const Tensor& ids_t) {
   if (!ctx.HasInput("Click")) return {};
   const Tensor& click = ctx.Input("Click");
-  const int64_t instances = click.numel();
+  const int64_t instances = click.numel(), ids = ids_t.numel();
+  if (ids_t.has_lod()) {
+    const LoDLevel& off = ids_t.lod().back();
+    FLOTILLA_CHECK(static_cast<int64_t>(off.size()) == instances + 1 && off.back() == ids, InvalidArgument,
+                   ctx.Where(), ": Ids holds ", off.size() - 1, " sequences for ", instances, " clicks");
+    std::vector<float> out(static_cast<size_t>(ids));
+    for (int64_t s = 0; s < instances; ++s) {
+      std::fill(out.begin() + off[s], out.begin() + off[s + 1], click.data<float>()[s]);
+    }
+    return out;
+  }
   FLOTILLA_CHECK(instances > 0 && ids % instances == 0, InvalidArgument, ctx.Where(), ": ", ids,
                  " ids are not a whole number of ids per instance of the ", instances, " clicks");
   std::vector<float> out(static_cast<size_t>(ids));
@@ -154,7 +167,7 @@ void LookupGradKernel(ExecutionContext& ctx) {
   if (var == nullptr) return;
   const bool with_stats = ctx.AttrOr<bool>("with_stats", false);
   const int64_t width = dim + (with_stats ? 2 : 0);
-  const std::vector<float> clicks = with_stats ? ClicksOfIds(ctx, n) : std::vector<float>{};
+  const std::vector<float> clicks = with_stats ? ClicksOfIds(ctx, ids_t) : std::vector<float>{};
   UniqueIds u = Distinct(ids_t.data<int64_t>(), n, ctx.Attr<int64_t>("padding_idx"));
   SelectedRows* g = var->IsSelectedRows() ? var->GetMutableSelectedRows() : var->ResetSelectedRows();
   g->set_height(ctx.Attr<int64_t>("height"));
@@ -194,7 +207,8 @@ void RegisterPsLookupOps() {
               .infer_shape = LookupShape,
               .kernels = {{Place::Kind::kCPU, LookupKernel}},
               .default_attrs = {{"padding_idx", int64_t{-1}}, {"v2", false}},
-              .no_grad_inputs = {"Ids"}});
+              .no_grad_inputs = {"Ids"},
+              .share_lod = {{"Ids", "Out"}}});
   r.Register({.type = "ps_prefetch_sparse", .kernels = {{Place::Kind::kCPU, PrefetchKernel}}});
   r.Register({.type = "distributed_lookup_table_grad",
               .kernels = {{Place::Kind::kCPU, LookupGradKernel}},

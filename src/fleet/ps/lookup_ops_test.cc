@@ -13,7 +13,8 @@ namespace {
 
 // Runs distributed_lookup_table_grad on ids [7, 3, 7, 9, 3, 7] (padding 9),
 // three instances of two ids each; `op_setup` adds attributes and inputs.
-SelectedRows RunGrad(const std::function<void(OpDesc&)>& op_setup, bool with_click = false) {
+SelectedRows RunGrad(const std::function<void(OpDesc&)>& op_setup, bool with_click = false,
+                     const LoD& ids_lod = {}) {
   RegisterPsOps();
   Program program;
   Block& block = program.global_block();
@@ -36,6 +37,7 @@ SelectedRows RunGrad(const std::function<void(OpDesc&)>& op_setup, bool with_cli
   block.AppendOp(op);
   FeedMap feed;
   feed["ids"] = Tensor::FromVector<int64_t>({7, 3, 7, 9, 3, 7}, {6, 1});
+  feed["ids"].set_lod(ids_lod);
   feed["out@GRAD"] = Tensor::FromVector<float>({1, 2, 10, 20, 100, 200, 5, 5, 30, 40, 1000, 2000}, {6, 2});
   if (with_click) feed["label"] = Tensor::FromVector<float>({1, 0, 1}, {3, 1});
   Executor exe;
@@ -61,6 +63,14 @@ TEST(DistributedLookupTableGrad, CarriesShowAndClickForTheAccessor) {
   const SelectedRows clicks = RunGrad([](OpDesc& op) { op.Set("with_stats", true).In("Click", {"label"}); },
                                       /*with_click=*/true);
   EXPECT_EQ(clicks.value().ToVector<float>(), (std::vector<float>{1101, 2202, 3, 2, 40, 60, 2, 2}));
+}
+
+// LoD ids: an instance's ids are its sequence, of any length.
+TEST(DistributedLookupTableGrad, ClicksFollowTheSequencesOfLoDIds) {
+  // Instances: (7) label 1, (3, 7, 9, 3) label 0, (7) label 1.
+  const SelectedRows clicks = RunGrad([](OpDesc& op) { op.Set("with_stats", true).In("Click", {"label"}); },
+                                      /*with_click=*/true, LoD{{0, 1, 5, 6}});
+  EXPECT_EQ(clicks.value().ToVector<float>(), (std::vector<float>{1101, 2202, 3, 2, 40, 60, 2, 0}));
 }
 
 }  // namespace

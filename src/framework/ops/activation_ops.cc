@@ -136,7 +136,8 @@ template <typename F>
 void RegisterActivation(OpRegistry& r) {
   r.RegisterWithGrad({.type = F::kName,
                       .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
-                      .kernels = {{Place::Kind::kCPU, ActivationKernel<F>}}},
+                      .kernels = {{Place::Kind::kCPU, ActivationKernel<F>}},
+                      .share_lod = {{"X", "Out"}}},
                      ActivationGradSlots<F>(), ActivationGradKernel<F>);
 }
 
@@ -215,7 +216,8 @@ void RegisterParamActivation(OpRegistry& r) {
   r.RegisterWithGrad({.type = F::kName,
                       .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
                       .kernels = {{Place::Kind::kCPU, ParamActivationKernel<F>}},
-                      .default_attrs = F::Defaults()},
+                      .default_attrs = F::Defaults(),
+                      .share_lod = {{"X", "Out"}}},
                      ActivationGradSlots<F>(), ParamActivationGradKernel<F>);
 }
 
@@ -259,12 +261,14 @@ void RegisterActivationOps() {
   RegisterParamActivation<HardSwish>(r);
   r.Register({.type = Sign::kName,
               .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
-              .kernels = {{Place::Kind::kCPU, ActivationKernel<Sign>}}});
+              .kernels = {{Place::Kind::kCPU, ActivationKernel<Sign>}},
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = "scale",
               .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
               .kernels = {{Place::Kind::kCPU, ScaleKernel}},
               .grad_maker = ScaleGrad,
-              .default_attrs = {{"scale", 1.0f}, {"bias", 0.0f}, {"bias_after_scale", true}}});
+              .default_attrs = {{"scale", 1.0f}, {"bias", 0.0f}, {"bias_after_scale", true}},
+              .share_lod = {{"X", "Out"}}});
 }
 
 }  // namespace flotilla::ops

@@ -173,11 +173,13 @@ void RegisterBasicOps() {
   r.Register({.type = "sum",
               .infer_shape = SumShape,
               .kernels = {{Place::Kind::kCPU, SumKernel}},
-              .grad_maker = SumGrad});
+              .grad_maker = SumGrad,
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = "assign",
               .infer_shape = AssignShape,
               .kernels = {{Place::Kind::kCPU, AssignKernel}},
-              .grad_maker = AssignGrad});
+              .grad_maker = AssignGrad,
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = "fill_zeros_like",
               .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
               .kernels = {{Place::Kind::kCPU, FillZerosLikeKernel}}});

@@ -113,7 +113,8 @@ void RegisterDropoutOps() {
                                 {"is_test", false},
                                 {"fix_seed", false},
                                 {"seed", int32_t{0}},
-                                {"dropout_implementation", std::string("downgrade_in_infer")}}});
+                                {"dropout_implementation", std::string("downgrade_in_infer")}},
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = "dropout_grad",
               .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("Mask", GradVarName("X")); },
               .kernels = {{Place::Kind::kCPU, DropoutGradKernel}}});

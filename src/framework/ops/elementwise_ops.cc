@@ -239,7 +239,8 @@ void RegisterElementwise(OpRegistry& r) {
   r.RegisterWithGrad({.type = F::kName,
                       .infer_shape = ElementwiseInferShape,
                       .kernels = {{Place::Kind::kCPU, ForwardKernel<F>}},
-                      .default_attrs = {{"axis", int32_t{-1}}}},
+                      .default_attrs = {{"axis", int32_t{-1}}},
+                      .share_lod = {{"X", "Out"}}},
                      {.forward_inputs = {"X", "Y"}, .output_grads = {"Out"}, .input_grads = {"X", "Y"}},
                      GradKernel<F>);
 }

@@ -159,7 +159,8 @@ void RegisterLookup(const std::string& type, bool v2) {
               .kernels = {{Place::Kind::kCPU, [v2](ExecutionContext& ctx) { LookupKernel(ctx, v2); }}},
               .grad_maker = LookupGradMaker(type + "_grad"),
               .default_attrs = attrs,
-              .no_grad_inputs = {"Ids"}});
+              .no_grad_inputs = {"Ids"},
+              .share_lod = {{"Ids", "Out"}}});
   r.Register({.type = type + "_grad",
               .infer_shape = LookupGradShape,
               .kernels = {{Place::Kind::kCPU, LookupGradKernel}},

@@ -247,7 +247,8 @@ void RegisterMathOps() {
               .infer_shape = MulInferShape,
               .kernels = {{Place::Kind::kCPU, MulKernel}},
               .grad_maker = MulGrad,
-              .default_attrs = {{"x_num_col_dims", int32_t{1}}, {"y_num_col_dims", int32_t{1}}}});
+              .default_attrs = {{"x_num_col_dims", int32_t{1}}, {"y_num_col_dims", int32_t{1}}},
+              .share_lod = {{"X", "Out"}}});
   r.Register({.type = "mul_grad",
               .infer_shape = InferGradShapeLikeForward,
               .kernels = {{Place::Kind::kCPU, MulGradKernel}}});

@@ -23,5 +23,9 @@ void RegisterNormOps();         // layer_norm, group_norm
 void RegisterDropoutOps();      // dropout
 void RegisterLayoutOps();       // flatten, transpose, pad2d, nearest/bilinear_interp
 void RegisterLabelOps();        // one_hot, label_smooth
+void RegisterSequenceOps();     // sequence_pool, _softmax, _reverse, _expand, _expand_as
+void RegisterSequencePadOps();  // sequence_pad, _unpad, _mask, _enumerate
+void RegisterSequenceConvOps(); // sequence_conv, _concat, _reshape, _slice
+void RegisterLoDOps();          // lod_reset (and lod_append through its append attribute)
 
 }  // namespace flotilla::ops

@@ -29,6 +29,10 @@ GradCheckRegistry AllCases() {
   AddDropoutGradChecks(registry);
   AddLayoutGradChecks(registry);
   AddLabelGradChecks(registry);
+  AddSequenceGradChecks(registry);
+  AddSequencePadGradChecks(registry);
+  AddSequenceConvGradChecks(registry);
+  AddLoDGradChecks(registry);
   return registry;
 }
 

@@ -27,6 +27,10 @@ void RegisterAllOps() {
     ops::RegisterDropoutOps();
     ops::RegisterLayoutOps();
     ops::RegisterLabelOps();
+    ops::RegisterSequenceOps();
+    ops::RegisterSequencePadOps();
+    ops::RegisterSequenceConvOps();
+    ops::RegisterLoDOps();
   });
 }
 

@@ -339,7 +339,8 @@ void RegisterTensorOps() {
   r.Register({.type = "cast",
               .infer_shape = CastInferShape,
               .kernels = {{Place::Kind::kCPU, CastKernel}},
-              .grad_maker = CastGrad});
+              .grad_maker = CastGrad,
+              .share_lod = {{"X", "Out"}}});
   const int32_t f32 = static_cast<int32_t>(DType::kFloat32);
   r.Register({.type = "uniform_random",
               .infer_shape = RandomInferShape,

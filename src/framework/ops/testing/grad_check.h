@@ -72,5 +72,9 @@ void AddNormGradChecks(GradCheckRegistry& registry);
 void AddDropoutGradChecks(GradCheckRegistry& registry);
 void AddLayoutGradChecks(GradCheckRegistry& registry);
 void AddLabelGradChecks(GradCheckRegistry& registry);
+void AddSequenceGradChecks(GradCheckRegistry& registry);
+void AddSequencePadGradChecks(GradCheckRegistry& registry);
+void AddSequenceConvGradChecks(GradCheckRegistry& registry);
+void AddLoDGradChecks(GradCheckRegistry& registry);
 
 }  // namespace flotilla::testing
