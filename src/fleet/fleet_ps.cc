@@ -1,4 +1,4 @@
-// The Fleet parameter-server API (seeds 003, 004) on top of the
+// The Fleet parameter-server API on top of the
 // DistributeTranspiler: minimize() transpiles, servers run the pserver
 // program, workers the rewritten main program.
 #include <memory>

@@ -41,7 +41,7 @@ EnvList CollectiveEnv(const ClusterSpec& spec, const ProcessSpec& p) {
   };
 }
 
-// Seed 000's DistributeTranspiler variables. PADDLE_PSERVER_PORT is one port
+// The DistributeTranspiler's variables. PADDLE_PSERVER_PORT is one port
 // for every server, so it is set only when the servers share one.
 void AddClassicPsEnv(const ClusterSpec& spec, const ProcessSpec& p, EnvList& env) {
   std::vector<std::string> ips;

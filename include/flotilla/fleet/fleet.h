@@ -137,7 +137,7 @@ class Fleet {
                             const std::vector<std::string>& fetch_names,
                             const Program* main = nullptr, const Scope* scope = nullptr);
 
-  // ---- parameter-server jobs (a non-collective role, seeds 003/004) ----
+  // ---- parameter-server jobs (a non-collective role) ----
   // In such a job distributed_optimizer(...).minimize() transpiles the
   // programs with DistributeTranspiler: strategy.a_sync false → sync;
   // a_sync true → async (a_sync_configs: max_merge_var_num,

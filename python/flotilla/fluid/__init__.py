@@ -1,5 +1,5 @@
 """Paddle 1.x names (``paddle.fluid``) over Flotilla's core: the static
-graph API of seeds 000-003, unchanged.
+graph API of Paddle 1.x scripts, unchanged.
 
     import flotilla.fluid as fluid
     x = fluid.layers.data(name="x", shape=[13], dtype="float32")

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "framework/ops/ops.h"
-#include "framework/ops/opsa_util.h"
-#include "framework/ops/opsb_util.h"
+#include "framework/ops/shape_checks.h"
+#include "framework/ops/input_checks.h"
 #include "framework/ops/spatial_util.h"
 
 namespace flotilla::ops {

@@ -16,8 +16,8 @@
 #include "flotilla/framework/op_registry.h"
 #include "framework/ops/conv_kernels.h"
 #include "framework/ops/ops.h"
-#include "framework/ops/opsa_util.h"
-#include "framework/ops/opsb_util.h"
+#include "framework/ops/shape_checks.h"
+#include "framework/ops/input_checks.h"
 #include "framework/ops/spatial_util.h"
 
 namespace flotilla::ops {

@@ -15,7 +15,7 @@
 #include "flotilla/core/math.h"
 #include "flotilla/framework/op_registry.h"
 #include "framework/ops/ops.h"
-#include "framework/ops/opsa_util.h"
+#include "framework/ops/shape_checks.h"
 
 namespace flotilla::ops {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "flotilla/framework/op_registry.h"
 #include "framework/ops/ops.h"
-#include "framework/ops/opsa_util.h"
+#include "framework/ops/shape_checks.h"
 #include "framework/ops/spatial_util.h"
 
 namespace flotilla::ops {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "flotilla/common/error.h"
-#include "framework/ops/opsb_test_util.h"
+#include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {

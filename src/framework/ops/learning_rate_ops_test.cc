@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "flotilla/framework/program.h"
-#include "framework/ops/opsb_test_util.h"
+#include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "framework/ops/opsb_test_util.h"
+#include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {

@@ -3,7 +3,7 @@
 #include "flotilla/framework/executor.h"
 #include "flotilla/framework/program.h"
 #include "framework/backward_internal.h"
-#include "framework/ops/opsb_test_util.h"
+#include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {

@@ -17,7 +17,7 @@
 
 #include "flotilla/framework/op_registry.h"
 #include "framework/ops/ops.h"
-#include "framework/ops/opsb_util.h"
+#include "framework/ops/input_checks.h"
 
 namespace flotilla::ops {
 namespace {

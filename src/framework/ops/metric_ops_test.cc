@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-#include "framework/ops/opsb_test_util.h"
+#include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "flotilla/common/error.h"
-#include "framework/ops/opsa_test_util.h"
-#include "framework/ops/opsb_test_util.h"
+#include "framework/ops/shape_test_util.h"
+#include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {

@@ -4,7 +4,7 @@
 
 #include "flotilla/framework/executor.h"
 #include "flotilla/framework/program.h"
-#include "framework/ops/opsb_test_util.h"
+#include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "framework/ops/opsb_test_util.h"
+#include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "flotilla/framework/op_registry.h"
-#include "framework/ops/opsa_util.h"
+#include "framework/ops/shape_checks.h"
 
 namespace flotilla::ops {
 

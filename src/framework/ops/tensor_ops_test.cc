@@ -5,7 +5,7 @@
 
 #include "flotilla/common/error.h"
 #include "flotilla/framework/op_registry.h"
-#include "framework/ops/opsa_test_util.h"
+#include "framework/ops/shape_test_util.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {
