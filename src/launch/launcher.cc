@@ -25,11 +25,14 @@
 #include "launch/observe.h"
 #include "launch/python_script.h"
 #include "launch/report.h"
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/role_env.h"
 #include "launch/signals.h"
 #include "launch/supervisor.h"
 
 namespace flotilla::launch {
+
+using roles::EnvLookup;
+using roles::ProcessEnv;
 
 namespace {
 
