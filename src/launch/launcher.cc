@@ -12,10 +12,11 @@
 #include <thread>
 #include <type_traits>
 
-#include "comm/shm/shm_names.h"
+#include "flotilla/comm/shm_cleanup.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/roles/role_env.h"
 #include "launch/elastic/elastic_rendezvous.h"
 #include "launch/env_contract.h"
 #include "launch/exit_status.h"
@@ -25,7 +26,6 @@
 #include "launch/observe.h"
 #include "launch/python_script.h"
 #include "launch/report.h"
-#include "flotilla/roles/role_env.h"
 #include "launch/signals.h"
 #include "launch/supervisor.h"
 
