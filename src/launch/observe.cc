@@ -18,6 +18,8 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/launch/dashboard.h"
+#include "flotilla/launch/launcher.h"
 #include "flotilla/trace/doctor.h"
 #include "flotilla/trace/dump.h"
 #include "flotilla/trace/http_server.h"
@@ -25,7 +27,6 @@
 #include "flotilla/trace/process_info.h"
 #include "flotilla/trace/timeline_merge.h"
 #include "flotilla/trace/trace.h"
-#include "launch/dashboard.h"
 #include "launch/launcher_secret.h"
 
 namespace flotilla::launch {

@@ -1,4 +1,4 @@
-#include "launch/options.h"
+#include "flotilla/launch/options.h"
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
