@@ -4,6 +4,7 @@ find_package(Gloo REQUIRED)
 add_executable(bench_allreduce bench_allreduce.cc allreduce_worker.cc)
 target_link_libraries(bench_allreduce PRIVATE flotilla_comm flotilla_testing_process
                       nlohmann_json::nlohmann_json)
+flotilla_private_headers(bench_allreduce comm)
 
 add_executable(gloo_allreduce baselines/gloo_allreduce.cc)
 target_link_libraries(gloo_allreduce PRIVATE gloo Threads::Threads)

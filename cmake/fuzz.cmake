@@ -21,13 +21,15 @@ endif()
 
 set(FLOTILLA_FUZZ_DIR ${PROJECT_SOURCE_DIR}/tests/fuzz)
 
-# flotilla_fuzz_target(NAME SOURCES extra.cc DEPS lib1 lib2)
+# flotilla_fuzz_target(NAME SOURCES extra.cc DEPS lib1 lib2 [PRIVATE_HEADERS layer...])
 # tests/fuzz/NAME.cc as the binary fuzz_NAME; its inputs live in
-# tests/fuzz/corpus/NAME and tests/fuzz/crashes/NAME.
+# tests/fuzz/corpus/NAME and tests/fuzz/crashes/NAME. PRIVATE_HEADERS: the
+# layers whose private headers it (or a layer source it lists) includes.
 function(flotilla_fuzz_target name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_HEADERS" ${ARGN})
   set(bin fuzz_${name})
   add_executable(${bin} ${FLOTILLA_FUZZ_DIR}/${name}.cc ${ARG_SOURCES})
+  flotilla_private_headers(${bin} ${ARG_PRIVATE_HEADERS})
   set_target_properties(${bin} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/fuzz)
   target_include_directories(${bin} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${bin} PRIVATE ${ARG_DEPS})

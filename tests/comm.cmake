@@ -5,7 +5,7 @@ target_link_libraries(comm_rank_helper PRIVATE flotilla_comm)
 
 flotilla_test(comm_multiprocess_test
   SOURCES comm_multiprocess_test.cc comm_test_util.cc
-  DEPS flotilla_comm flotilla_testing_process
+  DEPS flotilla_comm flotilla_testing_process PRIVATE_HEADERS comm
   TIMEOUT 600 RUN_SERIAL)
 add_dependencies(comm_multiprocess_test comm_rank_helper)
 

@@ -1,5 +1,5 @@
 // Jobs started by something other than flotilla launch: the role-resolution
-// chain (src/launch/roles) gives every process its place. Here torchrun-style
+// chain (src/roles) gives every process its place. Here torchrun-style
 // variables alone (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK — no Flotilla
 // or Paddle variable, `env -i`) start seed 001's train_with_fleet on two
 // ranks, which trains to exactly the loss `flotilla launch` gives; and

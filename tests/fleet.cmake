@@ -1,6 +1,7 @@
 # Fleet: collective training tests (ranks as threads, and processes).
 add_library(fleet_test_util STATIC fleet_test_util.cc)
 target_link_libraries(fleet_test_util PUBLIC flotilla_fleet)
+flotilla_private_headers(fleet_test_util comm)
 
 flotilla_test(fleet_collective_test
   SOURCES fleet_collective_test.cc

@@ -1,5 +1,5 @@
 # io with real models: trained programs saved, resumed and served in a fresh process.
 flotilla_test(io_integration_test
   SOURCES io_integration_test.cc
-  DEPS flotilla_io flotilla_api flotilla_testing_process)
+  DEPS flotilla_io flotilla_api flotilla_testing_process PRIVATE_HEADERS io)
 add_dependencies(io_integration_test io_inference_helper)

@@ -4,6 +4,7 @@ find_package(nlohmann_json REQUIRED)
 
 add_executable(launch_probe ${CMAKE_CURRENT_LIST_DIR}/probe/probe.cc)
 target_link_libraries(launch_probe PRIVATE flotilla_comm nlohmann_json::nlohmann_json)
+flotilla_private_headers(launch_probe comm)
 
 add_library(launch_test_util STATIC ${CMAKE_CURRENT_LIST_DIR}/launch_test_util.cc)
 target_include_directories(launch_test_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})

@@ -3,6 +3,6 @@
 # plaintext and foreign clients refused.
 flotilla_test(tls_test
   SOURCES tls_test.cc
-  DEPS launch_test_util flotilla_ps flotilla_comm
+  DEPS launch_test_util flotilla_ps flotilla_comm PRIVATE_HEADERS ps
   TIMEOUT 300 LABELS security)
 add_dependencies(tls_test flotilla wide_and_deep launch_probe)

@@ -4,17 +4,13 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings.h"
-#include "fleet/ops/collective_ops.h"
-#include "fleet/ps/ps_ops.h"
-#include "flotilla/framework/op_registry.h"
+#include "flotilla/fleet/ops.h"
 
 namespace py = pybind11;
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Flotilla's C++ core (programs, executor, layers, fleet, launcher).";
-  flotilla::RegisterAllOps();
-  flotilla::fleet::RegisterCollectiveOps();
-  flotilla::fleet::RegisterPsOps();
+  flotilla::fleet::RegisterOps();
   flotilla::python::BindErrors(m);
   flotilla::python::BindTensor(m);
   flotilla::python::BindFramework(m);

@@ -3,7 +3,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
 #include "flotilla/common/strings.h"
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/role_env.h"
 
 namespace flotilla::fleet {
 
@@ -68,15 +68,15 @@ PaddleCloudRoleMaker::PaddleCloudRoleMaker(bool is_collective, bool non_distribu
 
 namespace {
 
-using launch::RoleField;
+using roles::RoleField;
 
 constexpr const char* kRankVariables =
     "PADDLE_TRAINER_ID (flotilla launch), RANK (torchrun, PyTorchJob), JOB_COMPLETION_INDEX "
     "(Kubernetes Indexed Job), SLURM_PROCID (srun) or OMPI_COMM_WORLD_RANK (mpirun)";
 
-const launch::Claim& RequireClaim(const launch::RoleEnvironment& roles, RoleField field,
+const roles::Claim& RequireClaim(const roles::RoleEnvironment& roles, RoleField field,
                                   const char* what) {
-  const launch::Claim* c = roles.Get(field);
+  const roles::Claim* c = roles.Get(field);
   FLOTILLA_CHECK(c != nullptr, NotFound, "PaddleCloudRoleMaker: no environment variable names ",
                  "this process's ", what, "; set ", kRankVariables,
                  field == RoleField::kWorldSize ? " with the matching world size" : "");
@@ -85,15 +85,15 @@ const launch::Claim& RequireClaim(const launch::RoleEnvironment& roles, RoleFiel
 
 // The store: the chain's master; a FileStore named after the job under
 // mpirun alone. Worker 0 hosts a master that no launcher hosts.
-void ReadStore(const launch::RoleEnvironment& roles, RoleInfo& info) {
-  if (const launch::Claim* master = roles.Get(RoleField::kMaster)) {
+void ReadStore(const roles::RoleEnvironment& roles, RoleInfo& info) {
+  if (const roles::Claim* master = roles.Get(RoleField::kMaster)) {
     info.store_address = master->value;
-    info.host_store = master->family == launch::EnvFamily::kPyTorch ||
-                      master->family == launch::EnvFamily::kSlurm;
+    info.host_store = master->family == roles::EnvFamily::kPyTorch ||
+                      master->family == roles::EnvFamily::kSlurm;
     return;
   }
-  const launch::Claim* job = roles.Get(RoleField::kJobId);
-  if (job != nullptr && job->family == launch::EnvFamily::kMpi) {
+  const roles::Claim* job = roles.Get(RoleField::kJobId);
+  if (job != nullptr && job->family == roles::EnvFamily::kMpi) {
     info.store_address = MpiFileStore(job->value);
   }
 }
@@ -101,7 +101,7 @@ void ReadStore(const launch::RoleEnvironment& roles, RoleInfo& info) {
 }  // namespace
 
 bool RoleInEnvironment() {
-  return launch::RoleEnvironment::Read(launch::ProcessEnv()).HasRank();
+  return roles::RoleEnvironment::Read(roles::ProcessEnv()).HasRank();
 }
 
 // Paddle's collective role without a launcher: worker 0 of 1 at the one
@@ -119,10 +119,10 @@ bool PaddleCloudRoleMaker::ReadAloneCollective() {
 }
 
 void PaddleCloudRoleMaker::ReadCollective(bool fallback) {
-  const auto roles = launch::RoleEnvironment::Read(launch::ProcessEnv());
+  const auto roles = roles::RoleEnvironment::Read(roles::ProcessEnv());
   if (fallback && !roles.HasRank() && ReadAloneCollective()) return;
-  const launch::Claim& size = RequireClaim(roles, RoleField::kWorldSize, "world size");
-  const launch::Claim& rank = RequireClaim(roles, RoleField::kRank, "rank");
+  const roles::Claim& size = RequireClaim(roles, RoleField::kWorldSize, "world size");
+  const roles::Claim& rank = RequireClaim(roles, RoleField::kRank, "rank");
   info_.worker_num = *roles.Int(RoleField::kWorldSize);
   FLOTILLA_CHECK(info_.worker_num >= 1, InvalidArgument, "environment variable ", size.origin,
                  "=", size.value, " must be at least 1");

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/options.h"
+#include "flotilla/launch/options.h"
 
 namespace flotilla::launch {
 

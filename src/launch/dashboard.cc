@@ -1,4 +1,4 @@
-#include "launch/dashboard.h"
+#include "flotilla/launch/dashboard.h"
 
 #include <filesystem>
 #include <fstream>

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "flotilla/common/strings.h"
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/role_env.h"
 
 extern char** environ;
 
@@ -127,7 +127,7 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& inheri
   // the node list, the first port) is kept unless this mode sets it.
   for (const char* platform : {"POD_IP", "PADDLE_TRAINERS", "PADDLE_PORT"}) drop.erase(platform);
   // An engine's task identity describes the launcher, not its children.
-  for (const auto& name : EngineTaskVariableNames()) drop.insert(name);
+  for (const auto& name : roles::EngineTaskVariableNames()) drop.insert(name);
   for (const auto& entry : contract) drop.insert(entry.first);
   std::vector<std::string> out;
   for (const auto& entry : inherited) {

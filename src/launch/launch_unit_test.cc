@@ -18,7 +18,7 @@
 #include "launch/node_plan.h"
 #include "launch/rendezvous.h"
 #include "launch/report.h"
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/role_env.h"
 
 namespace flotilla::launch {
 namespace {
@@ -335,7 +335,7 @@ TEST(MasterRendezvous, OptionsAreChecked) {
 namespace flotilla::launch {
 namespace {
 
-EnvLookup Vars(std::map<std::string, std::string> vars) {
+roles::EnvLookup Vars(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;

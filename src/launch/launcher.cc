@@ -1,4 +1,4 @@
-#include "launch/launcher.h"
+#include "flotilla/launch/launcher.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,10 +12,12 @@
 #include <thread>
 #include <type_traits>
 
-#include "comm/shm/shm_names.h"
+#include "flotilla/comm/shm_cleanup.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/launch/signals.h"
+#include "flotilla/roles/role_env.h"
 #include "launch/elastic/elastic_rendezvous.h"
 #include "launch/env_contract.h"
 #include "launch/exit_status.h"
@@ -24,12 +26,14 @@
 #include "launch/node_plan.h"
 #include "launch/observe.h"
 #include "launch/python_script.h"
+#include "launch/rendezvous.h"
 #include "launch/report.h"
-#include "launch/roles/role_env.h"
-#include "launch/signals.h"
 #include "launch/supervisor.h"
 
 namespace flotilla::launch {
+
+using roles::EnvLookup;
+using roles::ProcessEnv;
 
 namespace {
 
@@ -153,7 +157,7 @@ int Finish(const ClusterSpec& spec, const RunResult& result) {
 
 }  // namespace
 
-int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
+int Launch(LaunchOptions options) {
   BlockLauncherSignals();  // idempotent; main() already did it before any thread
   ApplyPaddleCloudEnv(options);
   if (std::string engine = ApplyEngineEnv(options, ProcessEnv()); !engine.empty()) {
@@ -178,7 +182,7 @@ int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous) {
   options.job_secret = secret.secret();
   SignalFd signals;
   JobObserver observer(options);
-  auto rendezvous = make_rendezvous(options);
+  auto rendezvous = MakeRendezvous(options);
   SupervisorOptions supervise;
   supervise.log_dir = options.log_dir;
   supervise.grace_period = options.grace_period;

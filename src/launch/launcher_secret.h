@@ -6,8 +6,8 @@
 #include <string>
 
 #include "flotilla/common/tls_files.h"
+#include "flotilla/launch/options.h"
 #include "launch/env_contract.h"
-#include "launch/options.h"
 
 namespace flotilla::launch {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/launch/options.h"
 #include "launch/cluster_spec.h"
-#include "launch/options.h"
 
 namespace flotilla::launch {
 

@@ -18,6 +18,8 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/launch/dashboard.h"
+#include "flotilla/launch/launcher.h"
 #include "flotilla/trace/doctor.h"
 #include "flotilla/trace/dump.h"
 #include "flotilla/trace/http_server.h"
@@ -25,9 +27,7 @@
 #include "flotilla/trace/process_info.h"
 #include "flotilla/trace/timeline_merge.h"
 #include "flotilla/trace/trace.h"
-#include "launch/dashboard.h"
 #include "launch/launcher_secret.h"
-#include "trace/settings.h"
 
 namespace flotilla::launch {
 
@@ -86,7 +86,7 @@ JobObserver::JobObserver(const LaunchOptions& options)
       health_(flight_dir()) {
   if (!options_.timeline_steps.empty()) {  // checked here, before any process starts
     int64_t first = 0, last = 0;
-    trace::Settings::ParseSteps("--timeline_steps", options_.timeline_steps, &first, &last);
+    trace::ParseStepWindow("--timeline_steps", options_.timeline_steps, &first, &last);
   }
   FLOTILLA_ENFORCE(options_.timeline_max_mb >= 0, "--timeline_max_mb must be >= 0, got ",
                    options_.timeline_max_mb);

@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/launch/options.h"
+#include "flotilla/launch/signals.h"
 #include "launch/cluster_spec.h"
 #include "launch/env_contract.h"
 #include "launch/job_health.h"
-#include "launch/options.h"
-#include "launch/signals.h"
 #include "launch/supervisor.h"
 
 namespace flotilla::comm {
@@ -84,10 +84,5 @@ class JobObserver {
   bool timeline_started_ = false;
   std::set<std::string> seen_stopped_;  // labels once seen stopped
 };
-
-// Removes this process's own FLOTILLA_* trace settings from the environment
-// (they describe a traced child, not the launcher). Call in main() before
-// any thread starts.
-void ClearLauncherTraceEnv();
 
 }  // namespace flotilla::launch

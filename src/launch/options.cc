@@ -1,11 +1,16 @@
-#include "launch/options.h"
+#include "flotilla/launch/options.h"
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
 #include "flotilla/common/strings.h"
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/role_env.h"
 
 namespace flotilla::launch {
+
+using roles::Claim;
+using roles::EnvLookup;
+using roles::RoleEnvironment;
+using roles::RoleField;
 
 const char* RunModeName(RunMode mode) {
   switch (mode) {

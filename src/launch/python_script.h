@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/launch/options.h"
 #include "launch/env_contract.h"
-#include "launch/options.h"
 
 namespace flotilla::launch {
 

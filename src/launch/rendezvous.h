@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/launch/options.h"
 #include "launch/cluster_spec.h"
 #include "launch/node_plan.h"
-#include "launch/options.h"
 
 namespace flotilla::launch {
 

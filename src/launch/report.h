@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "flotilla/launch/options.h"
 #include "launch/cluster_spec.h"
 #include "launch/env_contract.h"
-#include "launch/options.h"
 #include "launch/supervisor.h"
 
 namespace flotilla::launch {

@@ -1,4 +1,4 @@
-#include "launch/signals.h"
+#include "flotilla/launch/signals.h"
 
 #include <sys/signalfd.h>
 #include <unistd.h>

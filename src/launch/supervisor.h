@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/launch/signals.h"
 #include "launch/cluster_spec.h"
 #include "launch/exit_status.h"
 #include "launch/rendezvous.h"
-#include "launch/signals.h"
 
 namespace flotilla::launch {
 

@@ -12,8 +12,8 @@
 #include <csignal>
 
 #include "flotilla/common/file_util.h"
+#include "flotilla/launch/signals.h"
 #include "launch/job_channel.h"
-#include "launch/signals.h"
 #include "launch/supervisor.h"
 
 namespace {

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "flotilla/common/enforce.h"
+#include "flotilla/core/row_copy.h"
 #include "ps/call_plan.h"
 #include "ps/client_impl.h"
 #include "ps/payload.h"
-#include "ps/row_copy.h"
 #include "ps/rpc_fanout.h"
 #include "ps/rpc_trace.h"
 #include "ps/wire_rows.h"

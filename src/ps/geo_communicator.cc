@@ -9,10 +9,10 @@
 #include <optional>
 
 #include "flotilla/common/enforce.h"
+#include "flotilla/core/key_index.h"
+#include "flotilla/core/row_copy.h"
 #include "flotilla/trace/trace.h"
-#include "ps/key_index.h"
 #include "ps/geo_exchange.h"
-#include "ps/row_copy.h"
 #include "ps/staged_rows.h"
 
 namespace flotilla::ps {

@@ -11,7 +11,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "ps/key_index.h"
+#include "flotilla/core/key_index.h"
+#include "flotilla/ps/slicing.h"
 
 namespace flotilla::ps {
 

@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "flotilla/core/key_index.h"
 #include "flotilla/ps/sparse_table.h"
 #include "ps/key_filter.h"
-#include "ps/key_index.h"
 #include "ps/row_db.h"
 
 namespace flotilla::ps {

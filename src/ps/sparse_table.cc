@@ -8,9 +8,9 @@
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/core/key_index.h"
+#include "flotilla/core/row_copy.h"
 #include "flotilla/ps/slicing.h"
-#include "ps/key_index.h"
-#include "ps/row_copy.h"
 #include "ps/sparse_shard.h"
 
 namespace flotilla::ps {

@@ -1,7 +1,7 @@
 #include "ps/staged_rows.h"
 
 #include "flotilla/common/enforce.h"
-#include "ps/row_copy.h"
+#include "flotilla/core/row_copy.h"
 
 namespace flotilla::ps {
 

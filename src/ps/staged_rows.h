@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/core/key_index.h"
 #include "flotilla/ps/client.h"
-#include "ps/key_index.h"
 
 namespace flotilla::ps {
 

@@ -3,6 +3,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/trace/trace.h"
 
 namespace flotilla::trace {
 
@@ -15,7 +16,7 @@ Settings Load() {
   FLOTILLA_ENFORCE(max_mb >= 0, "FLOTILLA_TIMELINE_MAX_MB must be >= 0, got ", max_mb);
   s.timeline_max_bytes = max_mb << 20;
   if (auto steps = env::Get("FLOTILLA_TIMELINE_STEPS"); steps && !steps->empty()) {
-    Settings::ParseSteps("FLOTILLA_TIMELINE_STEPS", *steps, &s.first_step, &s.last_step);
+    ParseStepWindow("FLOTILLA_TIMELINE_STEPS", *steps, &s.first_step, &s.last_step);
   }
   const int64_t records = env::GetInt("FLOTILLA_FLIGHT_RECORDER_SIZE", 2000);
   FLOTILLA_ENFORCE(records >= 0 && records <= (1 << 24), "FLOTILLA_FLIGHT_RECORDER_SIZE must be "
@@ -43,8 +44,8 @@ const Settings& Settings::Get() {
   return settings;
 }
 
-void Settings::ParseSteps(const std::string& what, const std::string& text, int64_t* first,
-                          int64_t* last) {
+void ParseStepWindow(const std::string& what, const std::string& text, int64_t* first,
+                     int64_t* last) {
   const size_t dash = text.find('-');
   const std::string a = text.substr(0, dash);
   const std::string b = dash == std::string::npos ? a : text.substr(dash + 1);

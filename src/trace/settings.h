@@ -30,10 +30,6 @@ struct Settings {
   size_t buffer_events = 4096;
 
   static const Settings& Get();
-  // Parses "A-B" (or "A") into a step window; throws InvalidArgument naming
-  // `what` (the flag or variable it came from).
-  static void ParseSteps(const std::string& what, const std::string& text, int64_t* first,
-                         int64_t* last);
 };
 
 }  // namespace flotilla::trace

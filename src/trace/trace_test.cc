@@ -161,22 +161,22 @@ TEST(Timeline, StepWindowRecordsOnlyItsSteps) {
   }
 }
 
-TEST(Settings, StepWindowsParse) {
+TEST(ParseStepWindow, FirstLastOrOneStep) {
   int64_t first = 0, last = 0;
-  Settings::ParseSteps("--timeline_steps", "100-120", &first, &last);
+  ParseStepWindow("--timeline_steps", "100-120", &first, &last);
   EXPECT_EQ(first, 100);
   EXPECT_EQ(last, 120);
-  Settings::ParseSteps("--timeline_steps", "7", &first, &last);
+  ParseStepWindow("--timeline_steps", "7", &first, &last);
   EXPECT_EQ(first, 7);
   EXPECT_EQ(last, 7);
   try {
-    Settings::ParseSteps("--timeline_steps", "120-100", &first, &last);
+    ParseStepWindow("--timeline_steps", "120-100", &first, &last);
     ADD_FAILURE() << "a backwards window was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--timeline_steps '120-100'"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(Settings::ParseSteps("--timeline_steps", "a-b", &first, &last), Error);
+  EXPECT_THROW(ParseStepWindow("--timeline_steps", "a-b", &first, &last), Error);
 }
 
 }  // namespace

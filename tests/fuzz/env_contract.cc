@@ -13,8 +13,8 @@
 #include "launch/elastic/etcd_client.h"
 #include "launch/elastic/membership.h"
 #include "launch/env_contract.h"
-#include "launch/roles/hostlist.h"
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/hostlist.h"
+#include "flotilla/roles/role_env.h"
 
 namespace flotilla::fuzz {
 namespace {
@@ -29,8 +29,8 @@ void Refusable(Fn&& fn) {
 }
 
 void ReadRoles(const std::map<std::string, std::string>& env) {
-  using launch::RoleField;
-  auto role = launch::RoleEnvironment::Read([&](const std::string& name) -> std::optional<std::string> {
+  using roles::RoleField;
+  auto role = roles::RoleEnvironment::Read([&](const std::string& name) -> std::optional<std::string> {
     auto it = env.find(name);
     if (it == env.end()) return std::nullopt;
     return it->second;
@@ -53,8 +53,8 @@ void CheckNp(const std::string& text) {
 }
 
 void CheckHostlist(const std::string& text) {
-  const auto hosts = launch::ExpandHostlist(text);
-  if (hosts.size() > launch::kMaxHostlistHosts) std::abort();
+  const auto hosts = roles::ExpandHostlist(text);
+  if (hosts.size() > roles::kMaxHostlistHosts) std::abort();
   for (const auto& h : hosts) {
     if (h.empty()) std::abort();
   }

@@ -4,13 +4,13 @@
 
 #include "flotilla/common/error.h"
 #include "flotilla/core/blas.h"
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/role_env.h"
 
 namespace flotilla::tools {
 
-using launch::Claim;
-using launch::EnvFamily;
-using launch::RoleField;
+using roles::Claim;
+using roles::EnvFamily;
+using roles::RoleField;
 
 CLI::App* AddEnvCommand(CLI::App& app, EnvCommand& c) {
   CLI::App* env = app.add_subcommand(
@@ -60,7 +60,7 @@ std::string MathExplain() {
 
 int RunEnvCommand(const EnvCommand& c) {
   try {
-    const auto roles = launch::RoleEnvironment::Read(launch::ProcessEnv(), FlagClaims(c));
+    const auto roles = roles::RoleEnvironment::Read(roles::ProcessEnv(), FlagClaims(c));
     std::cout << (c.explain ? roles.Explain() : roles.Summary()) << std::flush;
     if (c.explain) std::cout << MathExplain() << std::flush;
     return 0;

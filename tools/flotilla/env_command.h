@@ -1,5 +1,5 @@
 // The `env` subcommand: what the role-resolution chain makes of this
-// environment (src/launch/roles/role_env.h).
+// environment (include/flotilla/roles/role_env.h).
 //
 //   flotilla env              rank=3, world_size=4, ... as NAME=value lines
 //   flotilla env --explain    each value with the variable and family it came

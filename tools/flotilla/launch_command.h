@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "launch/options.h"
+#include "flotilla/launch/options.h"
 
 namespace flotilla::tools {
 

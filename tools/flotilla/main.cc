@@ -10,12 +10,11 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include "env_command.h"
 #include "flotilla/common/error.h"
 #include "flotilla/common/logging.h"
-#include "launch/launcher.h"
-#include "launch/observe.h"
-#include "launch/signals.h"
-#include "env_command.h"
+#include "flotilla/launch/launcher.h"
+#include "flotilla/launch/signals.h"
 #include "launch_command.h"
 #include "observe_commands.h"
 

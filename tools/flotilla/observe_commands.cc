@@ -7,11 +7,11 @@
 #include <iostream>
 
 #include "flotilla/common/error.h"
+#include "flotilla/launch/dashboard.h"
+#include "flotilla/launch/signals.h"
 #include "flotilla/trace/doctor.h"
 #include "flotilla/trace/http_server.h"
 #include "flotilla/trace/timeline_merge.h"
-#include "launch/dashboard.h"
-#include "launch/signals.h"
 
 namespace flotilla::tools {
 

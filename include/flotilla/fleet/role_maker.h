@@ -75,7 +75,7 @@ class RoleMaker {
 
 // Reads the Paddle environment contract (docs/env.md).
 // Collective: the rank and world size from the role-resolution chain
-// (src/launch/roles/role_env.h: PADDLE_TRAINER_ID / PADDLE_TRAINERS_NUM as
+// (include/flotilla/roles/role_env.h: PADDLE_TRAINER_ID / PADDLE_TRAINERS_NUM as
 // flotilla launch sets them, else RANK / WORLD_SIZE, JOB_COMPLETION_INDEX,
 // SLURM_PROCID / SLURM_NTASKS, OMPI_COMM_WORLD_RANK / _SIZE), the store from
 // the chain's master (FLOTILLA_STORE, PADDLE_MASTER, MASTER_ADDR:MASTER_PORT,

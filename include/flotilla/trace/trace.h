@@ -105,6 +105,11 @@ void InitProcess();
 // first_step >= 0 records only steps first_step..last_step (see SetStep).
 void StartTimeline(const std::string& path, int64_t max_bytes = 0, int64_t first_step = -1,
                    int64_t last_step = -1);
+// Parses a step window "A-B" (or "A": one step), as FLOTILLA_TIMELINE_STEPS
+// and `flotilla launch --timeline_steps` write it, into first/last. Throws
+// InvalidArgument naming `what` (the flag or variable it came from).
+void ParseStepWindow(const std::string& what, const std::string& text, int64_t* first,
+                     int64_t* last);
 void StopTimeline();
 // Writes what is buffered to the timeline file now (the trace thread does
 // it every 100 ms).

@@ -11,7 +11,7 @@
 // Cleanup: rank 0 creates the segment and shm_unlink()s its name as soon as
 // every rank has mapped it (or on any failure before), so no name outlives
 // setup, whatever happens to the processes afterwards. A rank 0 killed during
-// setup cannot unlink: the name carries its job (shm_names.h), so the
+// setup cannot unlink: the name carries its job (flotilla/comm/shm_cleanup.h), so the
 // launcher removes it when the job ends, and any later launcher or creator
 // once its owner is gone.
 #pragma once

@@ -4,12 +4,12 @@
 // batch — data-parallel training then computes what one process would on
 // the combined batch. Scale and Bias gradients stay local (the gradient
 // all-reduce averages them). The kernels are batch_norm's
-// (framework/ops/batch_norm.h) with an all-reduce plugged in.
+// (flotilla/framework/ops/batch_norm.h) with an all-reduce plugged in.
 #include "fleet/ops/collective_ops.h"
 #include "fleet/ops/op_families.h"
 #include "fleet/ring_registry.h"
 #include "flotilla/framework/op_registry.h"
-#include "framework/ops/batch_norm.h"
+#include "flotilla/framework/ops/batch_norm.h"
 
 namespace flotilla::fleet {
 namespace {

@@ -5,10 +5,10 @@
 
 #include "fleet/ps/ps_ops.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/core/key_index.h"
+#include "flotilla/core/row_copy.h"
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/ps/trainer_runtime.h"
-#include "ps/key_index.h"
-#include "ps/row_copy.h"
 
 namespace flotilla::fleet {
 
@@ -33,7 +33,7 @@ struct UniqueIds {
 
 UniqueIds Distinct(const int64_t* ids, int64_t n, int64_t padding_idx) {
   UniqueIds u;
-  ps::KeyIndex index;
+  KeyIndex index;
   index.Reserve(static_cast<size_t>(n));
   u.keys.reserve(static_cast<size_t>(n));
   u.position.resize(static_cast<size_t>(n));
@@ -77,7 +77,7 @@ void FillOutput(ps::TrainerRuntime& rt, const std::string& table, const UniqueId
     FLOTILLA_ENFORCE_EQ(got_dim, dim, "sparse table '", table, "' has rows of another width");
     for (size_t j = 0; j < positions.size(); ++j) {
       const uint32_t k = positions[j];
-      for (uint32_t o = f.first[k]; o < f.first[k + 1]; ++o) ps::CopyRow(out + f.out[o] * d, rows + j * d, d);
+      for (uint32_t o = f.first[k]; o < f.first[k + 1]; ++o) CopyRow(out + f.out[o] * d, rows + j * d, d);
     }
   };
   rt.client->PullSparse(table, u.keys, sink);

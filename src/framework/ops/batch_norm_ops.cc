@@ -2,7 +2,7 @@
 // pass for sum and sum of squares (so a distributed batch needs a single
 // all-reduce of 2C + 1 numbers); each channel's [H, W] planes are
 // contiguous, so the loops run over whole planes.
-#include "framework/ops/batch_norm.h"
+#include "flotilla/framework/ops/batch_norm.h"
 
 #include <cmath>
 #include <string>

@@ -23,7 +23,7 @@
 #include <string>
 
 #include "flotilla/common/tls_files.h"
-#include "launch/options.h"
+#include "flotilla/launch/options.h"
 #include "launch/rendezvous.h"
 
 namespace flotilla::launch {

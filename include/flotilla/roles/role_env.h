@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace flotilla::launch {
+namespace flotilla::roles {
 
 enum class EnvFamily { kFlag, kFlotilla, kPaddle, kPyTorch, kKubernetes, kSlurm, kMpi };
 
@@ -99,4 +99,4 @@ const std::vector<std::string>& EngineTaskVariableNames();
 // InvalidArgument naming `var` when malformed.
 std::vector<int> ExpandTasksPerNode(const std::string& text, const std::string& var);
 
-}  // namespace flotilla::launch
+}  // namespace flotilla::roles

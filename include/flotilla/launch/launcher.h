@@ -4,19 +4,13 @@
 //     ─▶ World (ClusterSpec + JobChannel) ─Supervisor::Run─▶ RunResult
 //     ─▶ ABORT report, exit code
 //
-// The rendezvous is injected so an elastic one (etcd, --np) can replace the
-// static one; the supervisor can run again with a new world.
+// The rendezvous (static, --master, or elastic with etcd and --np) follows
+// from the options; the supervisor can run again with a new world.
 #pragma once
 
-#include <functional>
-#include <memory>
-
-#include "launch/options.h"
-#include "launch/rendezvous.h"
+#include "flotilla/launch/options.h"
 
 namespace flotilla::launch {
-
-using RendezvousFactory = std::function<std::unique_ptr<Rendezvous>(const LaunchOptions&)>;
 
 // Runs the job and returns the launcher's exit code: 0 when every process
 // succeeded (ps: every trainer; the servers are then stopped), else the
@@ -25,6 +19,11 @@ using RendezvousFactory = std::function<std::unique_ptr<Rendezvous>(const Launch
 // go to stderr; the relayed process's output to stdout. Throws
 // flotilla::Error for bad options or a failed rendezvous, before any process
 // starts. Call BlockLauncherSignals() first, before any thread exists.
-int Launch(LaunchOptions options, const RendezvousFactory& make_rendezvous = MakeRendezvous);
+int Launch(LaunchOptions options);
+
+// Removes this process's own FLOTILLA_* trace settings from the environment
+// (they describe a traced child, not the launcher). Call in main() before
+// any thread starts.
+void ClearLauncherTraceEnv();
 
 }  // namespace flotilla::launch

@@ -1,4 +1,4 @@
-// The CPU kernels of batch_norm, shared with sync_batch_norm (in fleet,
+// The CPU kernels of batch_norm, public for sync_batch_norm (in fleet,
 // which all-reduces the per-channel sums across ranks).
 //
 // batch_norm(X [N, C, ...], Scale [C], Bias [C], Mean [C], Variance [C])

@@ -1,10 +1,10 @@
-#include "launch/roles/hostlist.h"
+#include "flotilla/roles/hostlist.h"
 
 #include <gtest/gtest.h>
 
 #include "flotilla/common/error.h"
 
-namespace flotilla::launch {
+namespace flotilla::roles {
 namespace {
 
 using Hosts = std::vector<std::string>;
@@ -74,4 +74,4 @@ TEST(Hostlist, HugeListsFailBeforeAllocating) {
 }
 
 }  // namespace
-}  // namespace flotilla::launch
+}  // namespace flotilla::roles

@@ -113,7 +113,7 @@ void ApplyPaddleCloudEnv(LaunchOptions& options);
 // PyTorchJob, Indexed Job or Kubeflow PaddleJob pod) with no layout of its
 // own (no --ips, --master, --servers/--workers, --elastic_server,
 // --use_paddlecloud): its task is one node of the job. From the
-// role-resolution chain (roles/role_env.h): --master from the chain's
+// role-resolution chain (flotilla/roles/role_env.h): --master from the chain's
 // master (PADDLE_MASTER, MASTER_ADDR:MASTER_PORT, Slurm's first host),
 // --nnodes from the engine's task count (else PADDLE_NNODES / SLURM_NNODES),
 // --rank from the task's rank, --job_id from the chain. Options already

@@ -1,4 +1,4 @@
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/role_env.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "flotilla/common/error.h"
 
-namespace flotilla::launch {
+namespace flotilla::roles {
 namespace {
 
 using Vars = std::map<std::string, std::string>;
@@ -195,4 +195,4 @@ TEST(RoleEnvironment, SeedZeroTrainerCountIsNotANodeList) {
 }
 
 }  // namespace
-}  // namespace flotilla::launch
+}  // namespace flotilla::roles

@@ -1,13 +1,13 @@
-#include "launch/roles/role_env.h"
+#include "flotilla/roles/role_env.h"
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/strings.h"
-#include "launch/roles/hostlist.h"
+#include "flotilla/roles/hostlist.h"
 
-namespace flotilla::launch {
+namespace flotilla::roles {
 
 const char* EnvFamilyName(EnvFamily family) {
   switch (family) {
@@ -316,4 +316,4 @@ const std::vector<std::string>& EngineTaskVariableNames() {
   return names;
 }
 
-}  // namespace flotilla::launch
+}  // namespace flotilla::roles

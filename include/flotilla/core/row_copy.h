@@ -10,7 +10,7 @@
 #include <cstring>
 #include <span>
 
-namespace flotilla::ps {
+namespace flotilla {
 
 inline void CopyRow(void* dst, const void* src, size_t dim) {
   if (dim % 16 != 0) {
@@ -34,4 +34,4 @@ inline void ScatterRows(std::span<const uint32_t> positions, const void* rows, i
   }
 }
 
-}  // namespace flotilla::ps
+}  // namespace flotilla

@@ -1,11 +1,11 @@
-#include "launch/roles/hostlist.h"
+#include "flotilla/roles/hostlist.h"
 
 #include <cctype>
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/strings.h"
 
-namespace flotilla::launch {
+namespace flotilla::roles {
 
 namespace {
 
@@ -99,4 +99,4 @@ std::vector<std::string> ExpandHostlist(std::string_view list) {
   return out;
 }
 
-}  // namespace flotilla::launch
+}  // namespace flotilla::roles

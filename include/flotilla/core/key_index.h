@@ -1,10 +1,11 @@
-// KeyIndex: key → row slot for a sparse-table shard. Open addressing with
+// KeyIndex: int64 key → uint32 slot, for a sparse-table shard (ps) and a
+// batch's distinct ids (fleet's lookup ops). Open addressing with
 // linear probing over a power-of-two array, kept at most half full: a
 // lookup is one mixed hash and (almost always) one cache line, several
 // times cheaper than std::unordered_map's bucket-and-node chase, which
 // dominated sparse pulls. Callers pass Hash(key), computed once per key:
 // the table picks the shard from its high bits, the index probes from its
-// low bits. Not thread-safe (the shard lock guards it).
+// low bits. Not thread-safe (a sparse shard's lock guards it).
 #pragma once
 
 #include <algorithm>
@@ -12,9 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "flotilla/ps/slicing.h"
-
-namespace flotilla::ps {
+namespace flotilla {
 
 class KeyIndex {
  public:
@@ -96,4 +95,4 @@ class KeyIndex {
   size_t size_ = 0;
 };
 
-}  // namespace flotilla::ps
+}  // namespace flotilla

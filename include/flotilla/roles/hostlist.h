@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace flotilla::launch {
+namespace flotilla::roles {
 
 // At most this many hosts come out of one list: a malformed or hostile
 // list ("n[0-999999999]") fails before anything is allocated for it.
@@ -26,4 +26,4 @@ inline constexpr size_t kMaxHostlistHosts = 65536;
 // that is not a number, LO > HI, or more than kMaxHostlistHosts hosts.
 std::vector<std::string> ExpandHostlist(std::string_view list);
 
-}  // namespace flotilla::launch
+}  // namespace flotilla::roles

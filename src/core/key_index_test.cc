@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "ps/key_index.h"
+#include "flotilla/core/key_index.h"
 
-namespace flotilla::ps {
+namespace flotilla {
 namespace {
 
 TEST(KeyIndex, FindsEveryInsertedKeyAcrossGrowth) {
@@ -48,4 +48,4 @@ TEST(KeyIndex, HashSpreadsIdsThatDifferOnlyInHighBits) {
 }
 
 }  // namespace
-}  // namespace flotilla::ps
+}  // namespace flotilla
