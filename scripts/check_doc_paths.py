@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fails when a document cites a file path of the repository that does not exist.
 
-Usage: check-doc-paths.py [REPO_ROOT]
+Usage: check_doc_paths.py [REPO_ROOT]
 
 Reads every tracked Markdown file and checks each path it cites — in a code
 span or a link target — under one of the repository's top-level folders
@@ -94,7 +94,7 @@ def main(argv: List[str]) -> int:
                                        "which is not in the tree")
     for m in missing:
         print(m)
-    print(f"check-doc-paths: {len(missing)} missing path(s)")
+    print(f"check_doc_paths: {len(missing)} missing path(s)")
     return 1 if missing else 0
 
 
