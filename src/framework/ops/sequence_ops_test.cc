@@ -6,19 +6,11 @@
 #include "flotilla/framework/program.h"
 #include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
+#include "framework/ops/testing/sequences.h"
 
 namespace flotilla::testing {
 
 namespace {
-
-// A ragged batch: an empty sequence, one of length 1, and a long one.
-const LoD kRagged = {{0, 3, 3, 4, 29}};
-
-Tensor Sequences(const Dims& dims, const LoD& lod, unsigned seed, double lo = -1, double hi = 1) {
-  Tensor t = RandomTensor(dims, lo, hi, seed);
-  t.set_lod(lod);
-  return t;
-}
 
 OpDesc PoolOp(const std::string& type) {
   return OpDesc("sequence_pool").In("X", {"x"}).Out("Out", {"out"}).Set("pooltype", type);

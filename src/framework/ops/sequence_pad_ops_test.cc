@@ -2,18 +2,11 @@
 
 #include "framework/ops/kernel_test_util.h"
 #include "framework/ops/testing/grad_check.h"
+#include "framework/ops/testing/sequences.h"
 
 namespace flotilla::testing {
 
 namespace {
-
-const LoD kRagged = {{0, 3, 3, 4, 29}};  // lengths 3, 0, 1, 25
-
-Tensor Sequences(const Dims& dims, const LoD& lod, unsigned seed) {
-  Tensor t = RandomTensor(dims, -1, 1, seed);
-  t.set_lod(lod);
-  return t;
-}
 
 OpDesc PadOp() {
   return OpDesc("sequence_pad").In("X", {"x"}).In("PadValue", {"pad"}).Out("Out", {"out"}).Out("Length", {"len"});
