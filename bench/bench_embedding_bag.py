@@ -33,6 +33,7 @@ import numpy as np  # noqa: E402
 
 import flotilla  # noqa: E402
 from flotilla import fluid  # noqa: E402
+from torch_peer import torch_peer_env  # noqa: E402
 
 POOL = {"sum": "sum", "mean": "average", "max": "max"}
 
@@ -61,6 +62,7 @@ def flotilla_step(mode: str, vocab: int, dim: int, ids: np.ndarray, lengths: lis
 
 
 def torch_step(mode: str, vocab: int, dim: int, ids: np.ndarray, lengths: list) -> Optional[Callable[[], None]]:
+    os.environ.update(torch_peer_env(1))  # before torch loads
     try:
         import torch
     except ImportError:
