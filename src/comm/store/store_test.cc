@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "comm/store/socket_util.h"
@@ -316,67 +317,143 @@ std::string ReadReply(int fd) {
   return body;
 }
 
+// Plays a store at a listener of its own: answers one client's challenge
+// with `nonce` and its hello with Ok and the proof `prove` computes from
+// both nonces. Returns what the client sent (the challenge request, then
+// the hello).
+class FakeStore {
+ public:
+  using Prover = std::function<std::string(const std::string& nonce, const std::string& client)>;
+  explicit FakeStore(Prover prove) : listener_(net::Listen("127.0.0.1", 0)) {
+    port_ = net::LocalPort(listener_.get());
+    thread_ = std::thread([this, prove = std::move(prove)] { Serve(prove); });
+  }
+  ~FakeStore() { Join(); }
+  int port() const { return port_; }
+  const std::string& Join() {
+    if (thread_.joinable()) thread_.join();
+    return seen_;
+  }
+  static constexpr char kNonce[] = "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn";
+
+ private:
+  void Serve(const Prover& prove) {
+    net::Fd conn(::accept(listener_.get(), nullptr, nullptr));
+    seen_ = ReadReply(conn.get());  // the challenge request
+    if (seen_.size() < 5) return;
+    wire::Reader r(reinterpret_cast<const uint8_t*>(seen_.data()) + 1, seen_.size() - 1);
+    const std::string client_nonce = r.str();
+    const Bytes challenge = wire::Writer().u8(wire::kOk).str(kNonce).Framed();
+    net::SendAll(conn.get(), challenge.data(), challenge.size());
+    seen_ += ReadReply(conn.get());  // the hello
+    const Bytes ok = wire::Writer().u8(wire::kOk).str(prove(kNonce, client_nonce)).Framed();
+    net::SendAll(conn.get(), ok.data(), ok.size());
+    char c;
+    (void)!::recv(conn.get(), &c, 1, 0);  // until the client closes
+  }
+  net::Fd listener_;
+  int port_ = 0;
+  std::string seen_;
+  std::thread thread_;
+};
+
 // The secret never crosses the network: a listener posing as the store sees
-// a challenge request and a proof that answers its nonce, never the token.
+// a challenge request and a proof that answers both nonces, never the token.
 TEST(TCPStoreAuth, TheTokenNeverCrossesTheWire) {
   const std::string token = "the-job-secret-0123456789abcdef";
-  net::Fd listener = net::Listen("127.0.0.1", 0);
-  const int port = net::LocalPort(listener.get());
-  const std::string nonce(wire::kNonceBytes, 'n');
-  std::string seen;
-  std::thread fake([&] {
-    net::Fd conn(::accept(listener.get(), nullptr, nullptr));
-    seen = ReadReply(conn.get());  // the challenge request
-    const Bytes challenge = wire::Writer().u8(wire::kOk).str(nonce).Framed();
-    net::SendAll(conn.get(), challenge.data(), challenge.size());
-    seen += ReadReply(conn.get());  // the hello
-    const Bytes ok = wire::Writer().u8(wire::kOk).Framed();
-    net::SendAll(conn.get(), ok.data(), ok.size());
+  FakeStore fake([&](const std::string& nonce, const std::string& client) {
+    return wire::ServerProof(token, nonce, client);
   });
   TCPStoreOptions o;
   o.token = token;
-  TCPStore store("127.0.0.1", port, o);
-  fake.join();
+  auto store = std::make_unique<TCPStore>("127.0.0.1", fake.port(), o);
+  store.reset();
+  const std::string seen = fake.Join();
   EXPECT_EQ(seen.find(token), std::string::npos);
-  EXPECT_NE(seen.find(wire::HelloProof(token, nonce)), std::string::npos);
+  ASSERT_GT(seen.size(), 5u + wire::kNonceBytes);
+  const std::string client_nonce = seen.substr(5, wire::kNonceBytes);
+  EXPECT_NE(seen.find(wire::HelloProof(token, FakeStore::kNonce, client_nonce)),
+            std::string::npos);
   EXPECT_EQ(static_cast<uint8_t>(seen[0]), wire::kChallenge);
 }
 
-// A proof is worth one connection: replayed on another (another nonce), or
+// Mutual authentication: a store that cannot prove the secret (an impostor
+// echoing Ok, one proving another secret, or replaying the client's own
+// proof) is refused by a client holding the token, with a clear error.
+TEST(TCPStoreAuth, AClientRefusesAStoreThatCannotProveTheSecret) {
+  const std::string token = "the-job-secret-0123456789abcdef";
+  const std::vector<std::pair<std::string, FakeStore::Prover>> impostors = {
+      {"bare ok", [](const std::string&, const std::string&) { return std::string(); }},
+      {"another secret",
+       [](const std::string& n, const std::string& c) { return wire::ServerProof("guess", n, c); }},
+      {"the client's own proof",
+       [&](const std::string& n, const std::string& c) { return wire::HelloProof(token, n, c); }},
+  };
+  for (const auto& [name, prove] : impostors) {
+    FakeStore fake(prove);
+    TCPStoreOptions o;
+    o.token = token;
+    o.connect_timeout = 2s;
+    try {
+      TCPStore store("127.0.0.1", fake.port(), o);
+      ADD_FAILURE() << "accepted an impostor store answering with " << name;
+    } catch (const Unavailable& e) {
+      EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(fake.port()) +
+                                           " did not prove the job secret"),
+                std::string::npos)
+          << name << ": " << e.what();
+    }
+  }
+  // The real store proves it.
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, token);
+  TCPStoreOptions o;
+  o.token = token;
+  ConnectStore(server->address(), o)->setString("k", "v");
+}
+
+// Speaks the wire protocol by hand on a raw connection.
+struct WireClient {
+  explicit WireClient(int port) {
+    std::string error;
+    fd = net::TryConnect("127.0.0.1", port, &error);
+    EXPECT_TRUE(fd) << error;
+  }
+  bool Send(const wire::Writer& w) const {
+    const Bytes b = w.Framed();
+    return net::SendAll(fd.get(), b.data(), b.size());
+  }
+  // The server's nonce, after asking with a client nonce.
+  std::string Challenge(const std::string& client_nonce) const {
+    EXPECT_TRUE(Send(wire::Writer().u8(wire::kChallenge).str(client_nonce)));
+    const std::string reply = ReadReply(fd.get());
+    if (reply.size() < 5) return "";
+    wire::Reader r(reinterpret_cast<const uint8_t*>(reply.data()) + 1, reply.size() - 1);
+    return r.str();
+  }
+  uint8_t Hello(const std::string& proof) const {
+    EXPECT_TRUE(Send(wire::Writer().u8(wire::kHello).str(proof)));
+    const std::string reply = ReadReply(fd.get());
+    return reply.empty() ? 0xff : static_cast<uint8_t>(reply[0]);
+  }
+  net::Fd fd;
+};
+
+// A proof is worth one connection: replayed on another (other nonces), or
 // sent without asking for a challenge, it is refused.
 TEST(TCPStoreAuth, AProofIsNotReplayable) {
   const std::string token = "the-job-secret-0123456789abcdef";
   auto server = TCPStoreServer::Start("127.0.0.1", 0, token);
-  auto connect = [&] {
-    std::string error;
-    net::Fd fd = net::TryConnect("127.0.0.1", server->port(), &error);
-    EXPECT_TRUE(fd) << error;
-    return fd;
-  };
-  auto send = [](const net::Fd& fd, const wire::Writer& w) {
-    const Bytes b = w.Framed();
-    return net::SendAll(fd.get(), b.data(), b.size());
-  };
-  auto hello = [&](const net::Fd& fd, const std::string& proof) {
-    EXPECT_TRUE(send(fd, wire::Writer().u8(wire::kHello).str(proof)));
-    return static_cast<uint8_t>(ReadReply(fd.get())[0]);
-  };
-  auto challenge = [&](const net::Fd& fd) {
-    EXPECT_TRUE(send(fd, wire::Writer().u8(wire::kChallenge)));
-    const std::string reply = ReadReply(fd.get());
-    wire::Reader r(reinterpret_cast<const uint8_t*>(reply.data()) + 1, reply.size() - 1);
-    return r.str();
-  };
-  net::Fd first = connect();
-  const std::string nonce = challenge(first);
+  const std::string client_nonce(wire::kNonceBytes, 'c');
+  WireClient first(server->port());
+  const std::string nonce = first.Challenge(client_nonce);
   ASSERT_EQ(nonce.size(), wire::kNonceBytes);
-  const std::string proof = wire::HelloProof(token, nonce);
-  EXPECT_EQ(hello(first, proof), wire::kOk);
-  net::Fd second = connect();
-  EXPECT_NE(challenge(second), nonce) << "every connection gets a fresh nonce";
-  EXPECT_EQ(hello(second, proof), wire::kRefused);
-  net::Fd third = connect();
-  EXPECT_EQ(hello(third, proof), wire::kRefused) << "a hello without a challenge";
+  const std::string proof = wire::HelloProof(token, nonce, client_nonce);
+  EXPECT_EQ(first.Hello(proof), wire::kOk);
+  WireClient second(server->port());
+  EXPECT_NE(second.Challenge(client_nonce), nonce) << "every connection gets a fresh nonce";
+  EXPECT_EQ(second.Hello(proof), wire::kRefused);
+  WireClient third(server->port());
+  EXPECT_EQ(third.Hello(proof), wire::kRefused) << "a hello without a challenge";
   EXPECT_EQ(server->refused(), 2);
 }
 
