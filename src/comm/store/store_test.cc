@@ -457,6 +457,98 @@ TEST(TCPStoreAuth, AProofIsNotReplayable) {
   EXPECT_EQ(server->refused(), 2);
 }
 
+// Before authentication a client gets one challenge: one that asks again
+// without reading (the hello flood of issue 32) is refused at the second,
+// its replies never pile up, and the refusal is counted.
+TEST(TCPStoreFlood, AChallengeFloodWithoutReadingIsRefusedAtTheSecond) {
+  TCPStoreServerOptions options;
+  options.token = "secret";
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, options);
+  const double before = trace::AuthRefusals("store", "repeated_challenge");
+  const double bare = trace::AuthRefusals("store", "bad_request");
+  RawConn flood(server->port());
+  const std::string ask = Frame(37, std::string(1, char(wire::kChallenge)) +
+                                        std::string("\x20\0\0\0", 4) + std::string(32, 'c'));
+  std::string asks;
+  for (int i = 0; i < 1000; ++i) asks += ask;
+  flood.Send(asks);
+  EXPECT_TRUE(flood.ClosedWithin(2s));
+  EXPECT_EQ(trace::AuthRefusals("store", "repeated_challenge"), before + 1);
+  // The probe of issue 32: 5-byte challenge requests without a client nonce.
+  RawConn old(server->port());
+  old.Send(Frame(1, std::string(1, char(wire::kChallenge))));
+  EXPECT_TRUE(old.ClosedWithin(2s));
+  EXPECT_EQ(trace::AuthRefusals("store", "bad_request"), bare + 1);
+}
+
+// Unauthenticated connections that stay idle, or send a byte at a time, or
+// hold a partial frame, are closed at the hello deadline and counted; a
+// client that authenticates is served meanwhile.
+TEST(TCPStoreFlood, SilentAndSlowClientsAreClosedAtTheHelloDeadline) {
+  TCPStoreServerOptions options;
+  options.token = "secret";
+  options.hello_timeout = 500ms;
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, options);
+  const double before = trace::AuthRefusals("store", "hello_timeout");
+  std::vector<std::unique_ptr<RawConn>> idle;
+  for (int i = 0; i < 50; ++i) idle.push_back(std::make_unique<RawConn>(server->port()));
+  RawConn partial(server->port());
+  partial.Send(Frame(200, std::string(100, 'x')));  // under the limit, never finished
+  RawConn trickle(server->port());
+  const auto start = std::chrono::steady_clock::now();
+  TCPStoreOptions good;
+  good.token = "secret";
+  auto store = ConnectStore(server->address(), good);
+  bool trickle_closed = false;
+  const Bytes framed = wire::Writer().u8(wire::kChallenge).str(std::string(32, 'c')).Framed();
+  const std::string ask(framed.begin(), framed.end());  // 41 bytes: 2 s at this pace
+  for (size_t i = 0; i < 40 && !trickle_closed; ++i) {
+    trickle.Send(ask.substr(i % ask.size(), 1));
+    trickle_closed = trickle.ClosedWithin(50ms);
+    store->setString("k" + std::to_string(i), "v");
+  }
+  EXPECT_TRUE(trickle_closed) << "a byte-at-a-time client outlived the hello deadline";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+  EXPECT_TRUE(partial.ClosedWithin(1s));
+  for (auto& c : idle) EXPECT_TRUE(c->ClosedWithin(1s));
+  EXPECT_EQ(trace::AuthRefusals("store", "hello_timeout"), before + 52);
+  EXPECT_EQ(store->getString("k0"), "v");
+  EXPECT_EQ(server->clients(), 1);
+}
+
+// Past max_unauthenticated, the oldest unauthenticated client is closed for
+// each new one: a flood of idle connections cannot lock the job's ranks out.
+TEST(TCPStoreFlood, PastTheCapTheOldestUnauthenticatedClientMakesRoom) {
+  TCPStoreServerOptions options;
+  options.token = "secret";
+  options.max_unauthenticated = 8;
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, options);
+  const double before = trace::AuthRefusals("store", "unauthenticated_limit");
+  std::vector<std::unique_ptr<RawConn>> idle;
+  for (int i = 0; i < 40; ++i) idle.push_back(std::make_unique<RawConn>(server->port()));
+  TCPStoreOptions good;
+  good.token = "secret";
+  good.connect_timeout = 10s;
+  auto store = ConnectStore(server->address(), good);
+  store->setString("k", "v");
+  EXPECT_EQ(store->getString("k"), "v");
+  EXPECT_TRUE(idle.front()->ClosedWithin(1s));
+  EXPECT_GE(trace::AuthRefusals("store", "unauthenticated_limit"), before + 32);
+  EXPECT_LE(server->clients(), 1 + 8);
+}
+
+// An error reply to a client that has not authenticated names no source file.
+TEST(TCPStoreFlood, ErrorRepliesBeforeAuthenticationCarryNoSourcePaths) {
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, "secret");
+  WireClient c(server->port());
+  ASSERT_TRUE(c.Send(wire::Writer().u8(wire::kSet).str("k").str("v")));
+  const std::string reply = ReadReply(c.fd.get());
+  ASSERT_FALSE(reply.empty());
+  EXPECT_EQ(static_cast<uint8_t>(reply[0]), wire::kBadRequest);
+  EXPECT_EQ(reply.find(".cc"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("before authenticating"), std::string::npos) << reply;
+}
+
 TEST(TCPStoreBounds, KeyCountsAreCheckedAgainstTheLimitAndTheBytesLeft) {
   auto server = TCPStoreServer::Start("127.0.0.1", 0);
   auto store = ConnectStore(server->address());

@@ -97,8 +97,9 @@ class TCPStoreServerImpl {
   int PollTimeoutMs() const;
   void Accept();
   int Unauthenticated() const;
-  // Closes the oldest unauthenticated client to make room for a new one.
-  void EvictOldest(Clock::time_point now);
+  // Closes the oldest unauthenticated client to make room for a new one;
+  // true when it had been connected less than kFairChance.
+  bool EvictOldest(Clock::time_point now);
   // Closes clients past their hello deadline or linger.
   void ExpireConnections();
   // Nothing more is read from an authenticated client while this holds.
@@ -136,7 +137,7 @@ class TCPStoreServerImpl {
   TCPStoreServerOptions options_;
   std::shared_ptr<tls::Context> tls_;  // null: plaintext
   // Out of descriptors: the listening socket rests until then (no spin).
-  // Also while unauthenticated clients crowd out each other (kFairChance).
+  // Also after a batch that closed clients younger than kFairChance.
   Clock::time_point accept_paused_until_{};
   std::chrono::milliseconds backoff_ = kMinBackoff;
   std::map<std::string, int64_t> refusals_by_reason_;  // for logging the 1st, 10th, 100th...
@@ -245,7 +246,8 @@ void TCPStoreServerImpl::Loop() {
 }
 
 void TCPStoreServerImpl::Accept() {
-  for (int i = 0; i < kAcceptBatch && Clock::now() >= accept_paused_until_; ++i) {
+  bool crowded = false;  // a client was closed for room before its fair chance
+  for (int i = 0; i < kAcceptBatch; ++i) {
     sockaddr_storage from{};
     socklen_t from_len = sizeof(from);
     int fd = ::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&from), &from_len,
@@ -257,15 +259,23 @@ void TCPStoreServerImpl::Accept() {
       accept_paused_until_ = Clock::now() + std::chrono::milliseconds(100);
       return;
     }
-    if (fd < 0) return;
+    if (fd < 0) break;
     const auto now = Clock::now();
-    if (Unauthenticated() >= options_.max_unauthenticated) EvictOldest(now);
+    if (Unauthenticated() >= options_.max_unauthenticated) crowded |= EvictOldest(now);
     net::SetNoDelay(fd);
     Conn& c = conns_[fd];
     c.fd = net::Fd(fd);
     c.peer = net::PeerName(from);
     c.accepted = now;
     c.deadline = now + options_.hello_timeout;
+  }
+  // Clients closed young mean a flood: accept the next batch a little later
+  // (longer each time), so the clients accepted can answer their challenges.
+  if (crowded) {
+    accept_paused_until_ = Clock::now() + backoff_;
+    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  } else {
+    backoff_ = kMinBackoff;
   }
 }
 
@@ -275,22 +285,18 @@ int TCPStoreServerImpl::Unauthenticated() const {
   return n;
 }
 
-void TCPStoreServerImpl::EvictOldest(Clock::time_point now) {
+bool TCPStoreServerImpl::EvictOldest(Clock::time_point now) {
   Conn* oldest = nullptr;
   for (auto& [fd, c] : conns_) {
     if (!c.authed && c.fd.get() >= 0 && (!oldest || c.accepted < oldest->accepted)) oldest = &c;
   }
-  if (oldest == nullptr) return;
-  if (now - oldest->accepted < kFairChance) {
-    accept_paused_until_ = now + backoff_;
-    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
-  } else {
-    backoff_ = kMinBackoff;
-  }
+  if (oldest == nullptr) return false;
+  const bool young = now - oldest->accepted < kFairChance;
   RefuseClient(*oldest, "unauthenticated_limit",
                StrCat("closed to make room: more than ", options_.max_unauthenticated,
                       " clients have not authenticated"),
                nullptr);
+  return young;
 }
 
 void TCPStoreServerImpl::ExpireConnections() {
