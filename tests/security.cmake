@@ -17,3 +17,11 @@ add_test(NAME security_store_flood_test
           ${CMAKE_CURRENT_LIST_DIR}/security/test_store_flood.py)
 set_tests_properties(security_store_flood_test PROPERTIES TIMEOUT 120 LABELS security
   ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR}")
+
+# Every port, count and size from a flag or a variable is range-checked:
+# rc 2 and a message naming it, before anything starts.
+add_test(NAME security_bad_flags_test
+  COMMAND ${FLOTILLA_PYTHON} -m pytest -q -p no:cacheprovider -s
+          ${CMAKE_CURRENT_LIST_DIR}/security/test_bad_flags.py)
+set_tests_properties(security_bad_flags_test PROPERTIES TIMEOUT 120 LABELS security
+  ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR}")
