@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -547,6 +548,43 @@ TEST(TCPStoreFlood, ErrorRepliesBeforeAuthenticationCarryNoSourcePaths) {
   EXPECT_EQ(static_cast<uint8_t>(reply[0]), wire::kBadRequest);
   EXPECT_EQ(reply.find(".cc"), std::string::npos) << reply;
   EXPECT_NE(reply.find("before authenticating"), std::string::npos) << reply;
+}
+
+// Resident memory of this process (the server runs in it), in bytes.
+int64_t ResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// An authenticated client that pipelines requests without reading the
+// replies is held back: the server stops reading it past 1 MiB
+// of unread replies instead of buffering every answer, and resumes when the
+// client reads.
+TEST(TCPStoreFlood, AnAuthenticatedClientsUnreadRepliesAreBounded) {
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, "secret");
+  TCPStoreOptions good;
+  good.token = "secret";
+  ConnectStore(server->address(), good)->set("big", Bytes(1 << 20, 7));
+  WireClient c(server->port());
+  const std::string client_nonce(wire::kNonceBytes, 'c');
+  const std::string nonce = c.Challenge(client_nonce);
+  ASSERT_EQ(c.Hello(wire::HelloProof("secret", nonce, client_nonce)), wire::kOk);
+  const int64_t before = ResidentBytes();
+  constexpr int kGets = 200;  // 200 MiB of replies
+  const Bytes get = wire::Writer().u8(wire::kGet).str(std::string("big")).i64(1000).Framed();
+  std::string gets;
+  for (int i = 0; i < kGets; ++i) gets.append(get.begin(), get.end());
+  ASSERT_TRUE(net::SendAll(c.fd.get(), gets.data(), gets.size()));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LT(ResidentBytes() - before, int64_t{32} << 20) << "the server buffered the replies";
+  for (int i = 0; i < kGets; ++i) {
+    const std::string reply = ReadReply(c.fd.get());
+    ASSERT_EQ(reply.size(), 1u + 4 + (1 << 20)) << "reply " << i;
+  }
 }
 
 TEST(TCPStoreBounds, KeyCountsAreCheckedAgainstTheLimitAndTheBytesLeft) {

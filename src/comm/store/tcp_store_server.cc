@@ -8,9 +8,9 @@
 // capped (wire.h), it is closed at its hello deadline, and past
 // max_unauthenticated such clients the oldest is closed for each new one.
 // Every such close is counted in /metrics with its reason. After the proof,
-// a client is served one request at a time: while it has a request parked
-// or more than kOutHighWater bytes of replies unread, nothing more is read
-// from it, so its buffers hold at most one frame each way.
+// nothing more is read from a client while it has kMaxParkedPerClient
+// requests parked or more than kOutHighWater bytes of replies unread, so
+// its buffers hold at most about one frame each way.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -42,6 +42,9 @@ namespace {
 // Replies buffered for an authenticated client before the server stops
 // reading its requests until it reads them.
 constexpr size_t kOutHighWater = 1u << 20;
+// Requests of one client waiting for keys before the server stops reading
+// its requests until one is answered (a TCPStore client has one at most).
+constexpr int kMaxParkedPerClient = 64;
 // Connections accepted per wake-up, so that clients already accepted get
 // to answer their challenges between batches.
 constexpr int kAcceptBatch = 64;
@@ -103,7 +106,9 @@ class TCPStoreServerImpl {
   // Closes clients past their hello deadline or linger.
   void ExpireConnections();
   // Nothing more is read from an authenticated client while this holds.
-  static bool Busy(const Conn& c) { return c.parked > 0 || c.out.size() >= kOutHighWater; }
+  static bool Busy(const Conn& c) {
+    return c.parked >= kMaxParkedPerClient || c.out.size() >= kOutHighWater;
+  }
   void ReadFrom(Conn& c);
   // Handles the whole frames in c.in; false when c was closed.
   bool HandleFrames(Conn& c);
