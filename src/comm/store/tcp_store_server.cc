@@ -268,6 +268,9 @@ void TCPStoreServerImpl::Accept() {
     const auto now = Clock::now();
     if (Unauthenticated() >= options_.max_unauthenticated) crowded |= EvictOldest(now);
     net::SetNoDelay(fd);
+    // A client closed for room in this batch may have had this number:
+    // nothing of it carries over.
+    conns_.erase(fd);
     Conn& c = conns_[fd];
     c.fd = net::Fd(fd);
     c.peer = net::PeerName(from);
