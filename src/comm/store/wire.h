@@ -93,8 +93,9 @@ class Writer {
 
  private:
   Writer& raw(const void* p, size_t n) {
-    auto* b = static_cast<const uint8_t*>(p);
-    body_.insert(body_.end(), b, b + n);
+    const size_t at = body_.size();
+    body_.resize(at + n);
+    if (n != 0) std::memcpy(body_.data() + at, p, n);
     return *this;
   }
   Bytes body_;
