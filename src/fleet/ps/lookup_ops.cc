@@ -92,6 +92,7 @@ void LookupKernel(ExecutionContext& ctx) {
   out->Resize(OutDims(ids_t.dims(), dim, ctx.Attr<bool>("v2")));
   float* o = out->mutable_data<float>();
   if (rt->mode == ps::PsMode::kGeo) {  // the rows are in the trainer's cache (ps_prefetch_sparse)
+    std::lock_guard<std::mutex> lock(internal::GeoMutex());
     rt->geo->Gather(ctx.Attr<std::string>("table_name"), {ids_t.data<int64_t>(), static_cast<size_t>(n)},
                     ctx.Attr<int64_t>("padding_idx"), o, dim);
     return;
@@ -123,6 +124,7 @@ void PrefetchKernel(ExecutionContext& ctx) {
     keys[i] = internal::WithoutPadding(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]);
     want.push_back({tables[i], keys[i]});
   }
+  std::lock_guard<std::mutex> lock(internal::GeoMutex());
   rt->geo->Prefetch(want);
 }
 

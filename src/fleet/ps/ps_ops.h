@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ std::string PsToken(const std::string& token_attr, const std::string& who);
 // The ids other than padding_idx, in order: what ps_prefetch_sparse and
 // fleet::prefetch_sparse hand to GEO's cache for one lookup.
 std::vector<int64_t> WithoutPadding(const int64_t* ids, int64_t n, int64_t padding_idx);
+// Held around every call into the trainer's GeoCommunicator (not
+// thread-safe) by the ops, which several threads may run at once.
+std::mutex& GeoMutex();
 }  // namespace internal
 
 }  // namespace flotilla::fleet
