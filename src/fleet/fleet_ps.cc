@@ -157,6 +157,7 @@ void Fleet::prefetch_sparse(const FeedMap& next_feed) {
     keys[i] = internal::WithoutPadding(it->second.data<int64_t>(), it->second.numel(), padding[i]);
     next.push_back({tables[i], keys[i]});
   }
+  std::lock_guard<std::mutex> lock(internal::GeoMutex());
   rt->geo->PrefetchNext(next);
 }
 

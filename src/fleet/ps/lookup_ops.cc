@@ -2,6 +2,7 @@
 // parameter servers. Only the batch's distinct ids are pulled.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "fleet/ps/ps_ops.h"
 #include "flotilla/common/enforce.h"
@@ -83,6 +84,38 @@ void FillOutput(ps::TrainerRuntime& rt, const std::string& table, const UniqueId
   rt.client->PullSparse(table, u.keys, sink);
 }
 
+// Sync and async modes: the rows ps_prefetch_sparse pulled for this step's
+// lookups, one entry per lookup, on the thread running the step (each
+// executor runs a program's ops on one thread). A lookup takes the entry of
+// its table whose distinct keys are exactly its own, so rows can never
+// serve other ids; what a step leaves behind is dropped by the next prefetch.
+struct PrefetchedRows {
+  std::string table;
+  std::vector<int64_t> keys;  // distinct, first-seen order (Distinct)
+  std::vector<float> rows;    // [keys, dim]
+  int64_t dim = 0;
+};
+thread_local std::vector<PrefetchedRows> prefetched;
+
+// Moves out the prefetched rows of `table` for exactly `keys`, if any.
+std::optional<PrefetchedRows> TakePrefetched(const std::string& table, const std::vector<int64_t>& keys) {
+  for (auto it = prefetched.begin(); it != prefetched.end(); ++it) {
+    if (it->table != table || it->keys != keys) continue;
+    PrefetchedRows found = std::move(*it);
+    prefetched.erase(it);
+    return found;
+  }
+  return std::nullopt;
+}
+
+void FillFromPrefetched(const PrefetchedRows& pre, const UniqueIds& u, int64_t dim, float* out) {
+  FLOTILLA_ENFORCE_EQ(pre.dim, dim, "sparse table '", pre.table, "' has rows of another width");
+  const size_t d = static_cast<size_t>(dim);
+  for (size_t i = 0; i < u.position.size(); ++i) {
+    if (u.position[i] >= 0) CopyRow(out + i * d, pre.rows.data() + static_cast<size_t>(u.position[i]) * d, d);
+  }
+}
+
 void LookupKernel(ExecutionContext& ctx) {
   auto rt = ps::RequireTrainerRuntime("op 'distributed_lookup_table'");
   const Tensor& ids_t = ctx.Input("Ids");
@@ -101,16 +134,50 @@ void LookupKernel(ExecutionContext& ctx) {
   for (int64_t i = 0; i < n; ++i) {
     if (u.position[i] < 0) std::memset(o + i * dim, 0, sizeof(float) * dim);
   }
-  if (!u.keys.empty()) FillOutput(*rt, ctx.Attr<std::string>("table_name"), u, dim, o);
+  if (u.keys.empty()) return;
+  const std::string& table = ctx.Attr<std::string>("table_name");
+  if (std::optional<PrefetchedRows> pre = TakePrefetched(table, u.keys)) {
+    FillFromPrefetched(*pre, u, dim, o);
+  } else {
+    FillOutput(*rt, table, u, dim, o);
+  }
 }
 
-// GEO: the distinct ids of every lookup the step makes (Ids[i] of table
-// table_names[i]) reach the trainer's cache in one round trip to the
-// servers, so the lookups after it read locally instead of each waiting on
-// its own pull. Other modes pull in the lookups themselves.
+// Sync and async modes: every lookup's distinct ids pulled in one round
+// trip (PullSparseTables) into this thread's PrefetchedRows.
+void PrefetchForLookups(ps::TrainerRuntime& rt, const std::vector<std::string>& tables,
+                        const std::vector<const Tensor*>& ids, const std::vector<int64_t>& padding) {
+  prefetched.clear();
+  prefetched.resize(tables.size());
+  std::vector<ps::PsClient::TablePull> pulls;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    PrefetchedRows& p = prefetched[i];
+    p.table = tables[i];
+    p.keys = Distinct(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]).keys;
+    if (p.keys.empty()) continue;
+    pulls.push_back({p.table, p.keys, [&p](std::span<const uint32_t> positions, const float* rows, int64_t dim) {
+                       const size_t d = static_cast<size_t>(dim);
+                       if (p.rows.empty()) p.rows.resize(p.keys.size() * d);
+                       p.dim = dim;
+                       for (size_t j = 0; j < positions.size(); ++j) {
+                         CopyRow(p.rows.data() + positions[j] * d, rows + j * d, d);
+                       }
+                     }});
+  }
+  try {
+    if (!pulls.empty()) rt.client->PullSparseTables(pulls);
+  } catch (...) {
+    prefetched.clear();
+    throw;
+  }
+}
+
+// The distinct ids of every lookup the step makes (Ids[i] of table
+// table_names[i]) are pulled in one round trip to the servers, so the
+// lookups after it read locally instead of each waiting on its own pull:
+// into GEO's cache, or (sync, async) into this thread's PrefetchedRows.
 void PrefetchKernel(ExecutionContext& ctx) {
   auto rt = ps::RequireTrainerRuntime("op 'ps_prefetch_sparse'");
-  if (rt->mode != ps::PsMode::kGeo) return;
   const auto& tables = ctx.Attr<std::vector<std::string>>("table_names");
   const auto& padding = ctx.Attr<std::vector<int64_t>>("padding_idxs");
   const std::vector<const Tensor*> ids = ctx.MultiInput("Ids");
@@ -121,6 +188,9 @@ void PrefetchKernel(ExecutionContext& ctx) {
   std::vector<ps::GeoCommunicator::TableKeys> want;
   for (size_t i = 0; i < ids.size(); ++i) {
     FLOTILLA_CHECK(ids[i]->dtype() == DType::kInt64, InvalidArgument, ctx.Where(), ": Ids must be int64");
+  }
+  if (rt->mode != ps::PsMode::kGeo) return PrefetchForLookups(*rt, tables, ids, padding);
+  for (size_t i = 0; i < ids.size(); ++i) {
     keys[i] = internal::WithoutPadding(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]);
     want.push_back({tables[i], keys[i]});
   }
