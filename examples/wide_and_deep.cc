@@ -108,6 +108,7 @@ struct Flags {
   std::string data_dir = "wide_and_deep_data";
   std::string pipe_command = "cat";
   std::string dataset_kind = "QueueDataset";
+  bool dataset_debug = false;
 };
 
 struct Model {
@@ -343,6 +344,7 @@ int RunWorkerFromDataset(const Flags& f, const Model& m, const Program& test_clo
   opt.fetch_list = {m.loss.name()};
   opt.fetch_info = {"loss"};
   opt.print_period = f.log_every;
+  opt.debug = f.dataset_debug;
   const io::DatasetTrainStats stats = io::TrainFromDataset(fleet::main_program(), ds, nullptr, opt);
   nlohmann::json r = Evaluate(exe, test, m, f);
   fleet::stop_worker();
@@ -451,6 +453,7 @@ int main(int argc, char** argv) {
   app.add_option("--pipe_command", f.pipe_command, "dataset: the command each file is read through");
   app.add_option("--dataset_kind", f.dataset_kind, "dataset: QueueDataset | InMemoryDataset")
       ->check(CLI::IsMember({"QueueDataset", "InMemoryDataset"}));
+  app.add_flag("--dataset_debug", f.dataset_debug, "dataset: print time per op and waiting for batches");
   CLI11_PARSE(app, argc, argv);
   if (f.lr == 0) f.lr = f.mode == "async" ? 0.2f : (f.optimizer == "adagrad" ? 0.05f : 0.5f);
   return flotilla::examples::RunExample("wide_and_deep", [&] { return Run(f); });

@@ -198,10 +198,19 @@ class Trainer {
     // Worker 0 fetches only when it prints.
     const std::vector<std::string> none;
     int64_t& done = stats_.batches_per_thread[static_cast<size_t>(t)];
+    auto now = [] { return std::chrono::steady_clock::now(); };
+    auto last = now();
     while (std::optional<SlotColumns> batch = channel_->Next()) {
       SlotFeeds feeds = ToFeeds(*batch);
+      const auto fed = now();
       const bool report = t == 0 && opt_.print_period > 0 && (done + 1) % opt_.print_period == 0;
       std::vector<Tensor> out = exe.Run(program_, feeds.tensors, report ? opt_.fetch_list : none, scope_);
+      if (t == 0) {
+        const auto ran = now();
+        feed_seconds_ += std::chrono::duration<double>(fed - last).count();
+        run_seconds_ += std::chrono::duration<double>(ran - fed).count();
+        last = ran;
+      }
       ++done;
       instances_ += batch->records();
       if (report && !out.empty()) {
@@ -216,6 +225,8 @@ class Trainer {
     line << "train_from_dataset: " << stats_.batches << " batches, " << stats_.instances << " instances in "
          << stats_.seconds << " s; batches per thread:";
     for (int64_t b : stats_.batches_per_thread) line << " " << b;
+    line << "; thread 0 waited " << feed_seconds_ << " s for batches (reading, parsing, tensors) and ran the "
+         << "program " << run_seconds_ << " s";
     print_(line.str());
     for (const auto& [type, t] : op_times_.by_type) {
       std::ostringstream op;
@@ -236,6 +247,7 @@ class Trainer {
   std::atomic<int64_t> instances_{0};
   DatasetTrainStats stats_;
   OpTimes op_times_;
+  double feed_seconds_ = 0, run_seconds_ = 0;  // worker 0's
   std::mutex mu_;
   std::exception_ptr error_;  // guarded by mu_
 };
