@@ -7,8 +7,10 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "flotilla/comm/hash_store.h"
 #include "flotilla/common/error.h"
 #include "flotilla/io/dataset_feed.h"
 
@@ -107,6 +109,54 @@ TEST_F(DatasetTest, PipeCommandPerFileShuffleBatchesAndRelease) {
   ds.ReleaseMemory();
   EXPECT_EQ(ds.MemoryDataSize(), 0);
   EXPECT_EQ(ds.BatchCount(), 0);
+}
+
+// Trainers as threads over one in-memory store: every record ends up on
+// exactly one trainer, records move between trainers, labels stay with
+// their ids; a second round works with the keys of the first gone.
+TEST_F(DatasetTest, GlobalShuffleExchangesRecordsBetweenTrainers) {
+  for (int world : {1, 2, 3}) {
+    comm::HashStore store;
+    std::vector<std::unique_ptr<Dataset>> trainers;
+    for (int r = 0; r < world; ++r) {
+      trainers.push_back(std::make_unique<Dataset>(DatasetKind::kInMemory));
+      trainers[r]->SetUseVar(Slots());
+      trainers[r]->SetFileList({Write("part-" + std::to_string(r), r * 1000, 40 + r)});
+      trainers[r]->LoadIntoMemory();
+    }
+    for (const std::string round : {"shuffle/0", "shuffle/1"}) {
+      std::vector<std::thread> threads;
+      for (int r = 0; r < world; ++r) {
+        threads.emplace_back([&, r] { trainers[r]->GlobalShuffle(store, r, world, 5, round); });
+      }
+      for (std::thread& t : threads) t.join();
+      std::multiset<int64_t> all;
+      bool moved = false;
+      for (int r = 0; r < world; ++r) {
+        const SlotColumns& c = trainers[r]->records();
+        for (int64_t i = 0; i < c.records(); ++i) {
+          const int64_t id = c.slots[0].int64s[c.slots[0].offsets[i]];
+          EXPECT_EQ(c.slots[1].int64s[i], id % 2);
+          moved = moved || id / 1000 != r;
+        }
+        const std::multiset<int64_t> ids = FirstIds(c);
+        all.insert(ids.begin(), ids.end());
+        EXPECT_EQ(trainers[r]->ShuffleDataSize(), c.records());
+      }
+      std::multiset<int64_t> expected;
+      for (int r = 0; r < world; ++r) {
+        for (int i = 0; i < 40 + r; ++i) expected.insert(r * 1000 + i);
+      }
+      EXPECT_EQ(all, expected) << world << " trainers, " << round;
+      EXPECT_EQ(moved, world > 1) << world << " trainers, " << round;
+      for (int r = 0; r < world; ++r) {
+        for (int f = 0; f < world; ++f) EXPECT_FALSE(store.check({round + "/" + std::to_string(f) + "->" + std::to_string(r)}));
+      }
+    }
+  }
+  Dataset queue(DatasetKind::kQueue);
+  comm::HashStore store;
+  EXPECT_THROW(queue.GlobalShuffle(store, 0, 1, 1, "q"), InvalidArgument);
 }
 
 TEST_F(DatasetTest, PreloadThenWait) {

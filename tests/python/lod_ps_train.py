@@ -1,16 +1,21 @@
 """A bag-of-ids CTR model on a parameter server: two variable-length id
 slots (lod_level 1) looked up in sparse tables on the server, pooled per
 sample, and a small fc on top. Run under ``flotilla launch --paddle_compat
---server_num=1 --worker_num=1 lod_ps_train.py <mode> [pyreader|dataset]``.
+--server_num=1 --worker_num=1 lod_ps_train.py <mode> [pyreader|dataset|shuffle]``.
 
 pyreader (default): exe.run fed by a DataFeeder; the worker prints
 ``STEP <n> <loss>`` lines. dataset: ``exe.train_from_dataset`` on two
 threads from a QueueDataset (the samples as MultiSlot files read through
 the pipe command); before training and after each of three passes the
 worker prints ``PASS <n> <test loss>`` (infer_from_dataset over held-out
-samples) next to train_from_dataset's ``batch: N, loss: x`` lines."""
+samples) next to train_from_dataset's ``batch: N, loss: x`` lines.
+shuffle (any number of workers): each worker loads its own samples into an
+InMemoryDataset, global_shuffle(fleet) exchanges them, the worker prints
+``SHUFFLED <json>`` (its sizes and the slot-1 ids it holds) and trains on
+them as dataset does."""
 import contextlib
 import io
+import json
 import re
 import sys
 
@@ -75,8 +80,27 @@ def queue_dataset(files):
     return ds
 
 
-def train_from_dataset(exe):
-    train = queue_dataset(multislot_files("train", 4, 1600, 7))
+def shuffled_dataset():
+    """This worker's samples (seeded by its index) in an InMemoryDataset,
+    globally shuffled; prints SHUFFLED."""
+    ds = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+    ds.set_use_var(slots + [label])
+    ds.set_batch_size(16)
+    ds.set_thread(2)
+    ds.set_filelist(multislot_files(f"train-worker{fleet.worker_index()}", 2, 800, 7 + fleet.worker_index()))
+    ds.dataset.set_allow_empty_slots(True)
+    ds.load_into_memory()
+    loaded = ds.dataset.memory_data_size()
+    ds.global_shuffle(fleet)
+    ids = []
+    for b in range(ds.dataset.batch_count()):
+        ids.extend(ds.dataset.batch(b)["slot1"][0].tolist())
+    print("SHUFFLED", json.dumps({"loaded": loaded, "held": ds.dataset.memory_data_size(),
+                                  "total": ds.get_memory_data_size(fleet), "ids": sorted(ids)}), flush=True)
+    return ds
+
+
+def train_from_dataset(exe, train):
     test = queue_dataset(multislot_files("test", 1, 320, 99))
     for p in range(4):
         if p > 0:
@@ -98,7 +122,9 @@ def main():
     exe.run(fluid.default_startup_program())
     fleet.init_worker()
     if sys.argv[2:] == ["dataset"]:
-        train_from_dataset(exe)
+        train_from_dataset(exe, queue_dataset(multislot_files("train", 4, 1600, 7)))
+    elif sys.argv[2:] == ["shuffle"]:
+        train_from_dataset(exe, shuffled_dataset())
     else:
         train_with_feeder(exe)
     fleet.stop_worker()

@@ -319,7 +319,7 @@ def test_dataloader_feeds_variable_length_slots(programs):
 def test_parameter_server_sparse_tables_take_lod_ids(tmp_path, mode):
     """1 server + 1 worker: two ragged id slots looked up in the server's
     sparse tables, pooled per sample; the loss falls in every mode."""
-    text = run_ps_job(tmp_path, "lod_ps_train.py", mode)
+    text = run_ps_job(tmp_path, "lod_ps_train.py", mode)[0]
     losses = [float(x) for x in re.findall(r"^STEP \d+ ([-\d.e]+)$", text, re.M)]
     assert len(losses) == 100, text[-2000:]
     assert np.mean(losses[-50:]) < 0.8 * np.mean(losses[:10]), losses

@@ -4,6 +4,7 @@ for bit, two threads converge, fetch_info lines are printed every
 print_period batches, and a 1 server + 1 trainer job trains from a
 QueueDataset on two threads in every PS mode."""
 
+import json
 import re
 
 import numpy as np
@@ -142,8 +143,30 @@ def test_parameter_server_trains_from_a_queue_dataset_on_two_threads(tmp_path, m
     """1 server + 1 trainer: lod_ps_train.py's model trained by
     train_from_dataset on two threads from MultiSlot files; the test loss
     falls and the fetch lines are printed."""
-    text = run_ps_job(tmp_path, "lod_ps_train.py", mode, "dataset")
+    text = run_ps_job(tmp_path, "lod_ps_train.py", mode, "dataset")[0]
     passes = [float(x) for x in re.findall(r"^PASS \d+ ([-\d.e]+)$", text, re.M)]
     assert len(passes) == 4, text[-3000:]
     assert passes[-1] < 0.8 * passes[0], passes
     assert re.search(r"^batch: \d+, loss: ", text, re.M), text[-3000:]
+
+
+def test_global_shuffle_across_two_trainers(tmp_path):
+    """1 server + 2 trainers: each loads its own samples, global_shuffle
+    exchanges them (every record on exactly one trainer, some moved), the
+    sizes with fleet are the sums, and both train from what they hold."""
+    logs = run_ps_job(tmp_path, "lod_ps_train.py", "async", "shuffle", workers=2)
+    got = [json.loads(re.search(r"^SHUFFLED (.*)$", text, re.M).group(1)) for text in logs]
+    assert [g["loaded"] for g in got] == [800, 800]
+    assert sum(g["held"] for g in got) == 1600 and all(g["total"] == 1600 for g in got)
+    assert all(0 < g["held"] < 1600 for g in got), [g["held"] for g in got]
+    # slot 1 ids of both workers' samples (seeds 7 and 8), as the script draws them
+    rng_ids = []
+    for seed in (7, 8):
+        rng = np.random.RandomState(seed)
+        for _ in range(800):
+            rng.randint(0, 1000, rng.randint(0, 5))
+            rng_ids.extend(rng.randint(0, 1000, rng.randint(1, 4)).tolist())
+    assert sorted(got[0]["ids"] + got[1]["ids"]) == sorted(rng_ids)
+    for text in logs:
+        passes = [float(x) for x in re.findall(r"^PASS \d+ ([-\d.e]+)$", text, re.M)]
+        assert len(passes) == 4 and passes[-1] < passes[0], passes

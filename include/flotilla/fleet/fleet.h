@@ -31,6 +31,10 @@
 #include "flotilla/fleet/role_maker.h"
 #include "flotilla/framework/executor.h"
 
+namespace flotilla::io {
+class Dataset;
+}
+
 namespace flotilla::comm {
 class TCPStoreServer;
 }  // namespace flotilla::comm
@@ -115,6 +119,17 @@ class Fleet {
   // barrier cannot close a connection a slower peer is still reading (Gloo
   // reports such a close as an error even when the data had arrived).
   void barrier_worker();
+
+  // Paddle's InMemoryDataset.global_shuffle(fleet): this worker's records
+  // exchanged with every other worker's through the job's store
+  // (PADDLE_MASTER; a parameter-server worker opens it on first use), then
+  // shuffled locally. Every worker calls it, the same number of times;
+  // blocks until the others' records arrived. One worker: a local shuffle.
+  // Throws InvalidArgument when several workers have no store address.
+  void global_shuffle(io::Dataset& dataset, uint64_t seed);
+  // The sum of `value` over every worker (each calls it): Paddle's dataset
+  // sizes with fleet. One worker: `value`.
+  int64_t sum_over_workers(int64_t value);
 
   DistributedOptimizer distributed_optimizer(optimizer::Optimizer& opt,
                                              DistributedStrategy strategy = {});
@@ -234,6 +249,9 @@ class Fleet {
   std::shared_ptr<PsJob> ps_;
   void SaveOnFirstWorker(const char* what, const std::function<void()>& save);
   void SavePsTables(const std::string& dir);
+  // The store the workers meet in: the collective store, else the job's
+  // (opened once); nullptr with one worker.
+  std::shared_ptr<comm::Store> WorkersStore();
 
   // Worker 0, when it hosts the store, waits (bounded) until every other
   // worker has disconnected, so none loses the store in its last request.
@@ -252,6 +270,7 @@ class Fleet {
   int groups_made_ = 0;
   int saves_ = 0;
   int store_barriers_ = 0;
+  int dataset_rounds_ = 0;  // global_shuffle / sum_over_workers calls
   Program* main_ = nullptr;
   Program* startup_ = nullptr;
 };

@@ -31,6 +31,10 @@
 
 #include "flotilla/io/multislot.h"
 
+namespace flotilla::comm {
+class Store;
+}
+
 namespace flotilla::io {
 
 enum class DatasetKind { kInMemory, kQueue };
@@ -75,6 +79,15 @@ class Dataset {
   // Permutes the records in memory with a generator seeded by `seed`.
   // InMemory only.
   void LocalShuffle(uint64_t seed);
+  // Paddle's global_shuffle: the records in memory of `world` trainers
+  // (this one is `rank`) exchanged through `store`, each record sent to a
+  // trainer drawn by a generator seeded by `seed` and `rank`, then
+  // shuffled locally. Every trainer must call it with the same `round`
+  // (a key prefix unique to this exchange). Blocks until every other
+  // trainer's records for this one arrived (the store's timeout applies).
+  // Keys this trainer read are deleted. InMemory only; world 1 is a
+  // LocalShuffle.
+  void GlobalShuffle(comm::Store& store, int rank, int world, uint64_t seed, const std::string& round);
   // Drops the records in memory.
   void ReleaseMemory();
 
