@@ -237,6 +237,29 @@ TEST_F(DatasetTest, QueueDatasetStreamsBatches) {
   EXPECT_THROW(DatasetKindFromString("BoxPSDataset"), InvalidArgument);
 }
 
+// A file of several 1 MiB read chunks (through a pipe command too): the
+// batches stream out as parsed, in file order, all full but the last.
+TEST_F(DatasetTest, QueueBatchesStreamAcrossReadChunks) {
+  const std::string big = Write("big", 0, 120000);  // ~2.6 MB
+  for (const std::string command : {"cat", "sed 's/^/1 7 /'"}) {
+    Dataset ds(DatasetKind::kQueue);
+    ds.SetUseVar(command == "cat" ? Slots() : std::vector<SlotSpec>{{"tag"}, {"ids"}, {"label"}});
+    ds.SetPipeCommand(command);
+    ds.SetFileList({big});
+    ds.SetBatchSize(1000 + 7);
+    int64_t next = 0, batches = 0, short_batches = 0;
+    ds.ForEachBatch([&](const SlotColumns& batch) {
+      ++batches;
+      short_batches += batch.records() < 1007;
+      const SlotValues& ids = batch.slots[command == "cat" ? 0 : 1];
+      for (int64_t r = 0; r < batch.records(); ++r) EXPECT_EQ(ids.int64s[ids.offsets[r]], next++);
+    });
+    EXPECT_EQ(next, 120000) << command;
+    EXPECT_EQ(batches, (120000 + 1006) / 1007) << command;
+    EXPECT_EQ(short_batches, 1) << command;
+  }
+}
+
 TEST_F(DatasetTest, SettingsAreChecked) {
   Dataset ds(DatasetKind::kInMemory);
   EXPECT_THROW(ds.SetBatchSize(0), InvalidArgument);

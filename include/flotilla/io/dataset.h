@@ -104,9 +104,11 @@ class Dataset {
 
   // QueueDataset's pass: reads the files on thread_num() threads and calls
   // `consume` (serialised, from those threads) with each batch of up to
-  // batch_size() records of one file, without keeping them. Blocks; rethrows
-  // the first error once every thread stopped. Also works on an InMemory
-  // dataset, over its memory.
+  // batch_size() records of one file, without keeping them: a batch goes
+  // out as soon as its records are parsed (only a file's last batch is
+  // shorter), so a malformed line later in a file fails the pass after the
+  // batches before it were consumed. Blocks; rethrows the first error once
+  // every thread stopped. Also works on an InMemory dataset, over its memory.
   void ForEachBatch(const std::function<void(const SlotColumns&)>& consume) const;
 
  private:
