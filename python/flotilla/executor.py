@@ -211,6 +211,37 @@ class Executor:
         return None
 
 
+class FetchHandler:
+    """Paddle's ``fluid.executor.FetchHandler``: subclass it and override
+    ``handler(res_dict)``; ``train_from_dataset(fetch_handler=...)`` calls it
+    every ``period_secs`` with ``{key: value in the scope}`` for
+    ``var_dict`` (``{key: Variable or name}``; None for a variable with no
+    value yet)."""
+
+    def __init__(self, var_dict: Optional[Dict[str, Any]] = None, period_secs: float = 60):
+        assert var_dict is not None
+        self.var_dict = var_dict
+        self.period_secs = period_secs
+
+    def handler(self, res_dict: Dict[str, Any]) -> None:
+        """Prints each array's first element (Paddle's default)."""
+        import sys
+        for key, value in res_dict.items():
+            if isinstance(value, np.ndarray):
+                sys.stdout.write("{}[0]: {} ".format(key, value.reshape(-1)[0]))
+        sys.stdout.write("\n")
+
+    @staticmethod
+    def help() -> None:
+        print("class FetchHandlerExample(FetchHandler):\n"
+              "    def handler(self, res_dict):\n"
+              "        print(res_dict['auc'])\n"
+              "        print('auc: {}, {}'.format(res_dict['auc'], time.ctime()))\n\n"
+              "auc = Variable()\n"
+              "var_dict = {'auc': auc}\n"
+              "handler = FetchHandlerExample(var_dict=var_dict)\n")
+
+
 class _FetchMonitor:
     """Calls ``handler.handler({name: value})`` every ``handler.period_secs``
     on a thread of its own (and once at the end) with the values its
@@ -249,4 +280,4 @@ def as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-__all__ = ["Executor", "as_numpy", "set_run_settings"]
+__all__ = ["Executor", "FetchHandler", "as_numpy", "set_run_settings"]

@@ -112,6 +112,25 @@ def test_two_threads_converge_and_infer_reads_only(tmp_path, model, kind):
         np.testing.assert_array_equal(value, params[name], err_msg=name)
 
 
+def test_fetch_handler_sees_the_parameters(tmp_path, model):
+    main, startup, use_var, loss = model
+    ds = _dataset("InMemoryDataset", use_var, [_data(tmp_path, "part-0", 200, 1)])
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.core.Scope()
+    exe.run(startup, scope=scope)
+    w = main.global_block().all_parameters()[0]
+    seen = []
+
+    class Handler(fluid.executor.FetchHandler):
+        def handler(self, res_dict):
+            seen.append(res_dict)
+
+    exe.train_from_dataset(main, ds, scope, thread=1, fetch_handler=Handler(var_dict={"w": w, "none": "nothing"},
+                                                                            period_secs=0.001))
+    assert seen and seen[-1]["none"] is None
+    np.testing.assert_array_equal(seen[-1]["w"], np.array(scope.find_var(w.name).get_tensor()))
+
+
 def test_arguments_checked(tmp_path, model):
     main, startup, use_var, loss = model
     exe = fluid.Executor(fluid.CPUPlace())
