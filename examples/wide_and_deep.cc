@@ -250,7 +250,9 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
   while (true) {
     for (std::optional<ctr::CtrBatch> n; queue.size() <= static_cast<size_t>(f.prefetch_batches);) {
       if (!(n = train.Next(f.batch_size))) break;
-      if (!queue.empty()) fleet::prefetch_sparse(Feed(m, *n));  // GEO: pulled while earlier batches compute
+      // GEO: pulled while earlier batches compute (async pulls ahead only
+      // on the dataset path, one batch ahead)
+      if (!queue.empty() && f.mode == "geo") fleet::prefetch_sparse(Feed(m, *n));
       queue.push_back(std::move(*n));
     }
     if (queue.empty()) break;
@@ -345,6 +347,7 @@ int RunWorkerFromDataset(const Flags& f, const Model& m, const Program& test_clo
   opt.fetch_info = {"loss"};
   opt.print_period = f.log_every;
   opt.debug = f.dataset_debug;
+  opt.on_next_feed = [](const FeedMap& next) { fleet::prefetch_sparse(next); };
   const io::DatasetTrainStats stats = io::TrainFromDataset(fleet::main_program(), ds, nullptr, opt);
   nlohmann::json r = Evaluate(exe, test, m, f);
   fleet::stop_worker();

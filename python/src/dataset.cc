@@ -5,6 +5,7 @@
 #include <pybind11/functional.h>
 
 #include "bindings.h"
+#include "flotilla/fleet/fleet.h"
 #include "flotilla/io/dataset.h"
 #include "flotilla/io/dataset_feed.h"
 #include "flotilla/io/dataset_trainer.h"
@@ -92,6 +93,11 @@ py::dict RunFromDataset(const Program& program, const io::Dataset& ds, Scope* sc
     py::gil_scoped_acquire acquire;
     py::print(line, py::arg("flush") = true);
   };
+  // A parameter-server worker pulls the next batch's sparse rows while the
+  // current batch runs (GEO, async).
+  if (fleet::default_fleet().initialized() && fleet::is_worker()) {
+    opt.on_next_feed = [](const FeedMap& next) { fleet::prefetch_sparse(next); };
+  }
   io::DatasetTrainStats stats;
   {
     Interruptible interruptible;

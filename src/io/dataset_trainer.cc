@@ -200,19 +200,27 @@ class Trainer {
     int64_t& done = stats_.batches_per_thread[static_cast<size_t>(t)];
     auto now = [] { return std::chrono::steady_clock::now(); };
     auto last = now();
-    while (std::optional<SlotColumns> batch = channel_->Next()) {
-      SlotFeeds feeds = ToFeeds(*batch);
+    auto take = [&]() -> std::optional<SlotFeeds> {
+      std::optional<SlotColumns> b = channel_->Next();
+      if (!b) return std::nullopt;
+      instances_ += b->records();
+      return ToFeeds(*b);
+    };
+    std::optional<SlotFeeds> feeds = take();
+    while (feeds) {
+      std::optional<SlotFeeds> next = opt_.on_next_feed ? take() : std::nullopt;
+      if (next) opt_.on_next_feed(next->tensors);
       const auto fed = now();
       const bool report = t == 0 && opt_.print_period > 0 && (done + 1) % opt_.print_period == 0;
-      std::vector<Tensor> out = exe.Run(program_, feeds.tensors, report ? opt_.fetch_list : none, scope_);
+      std::vector<Tensor> out = exe.Run(program_, feeds->tensors, report ? opt_.fetch_list : none, scope_);
       if (t == 0) {
         const auto ran = now();
         feed_seconds_ += std::chrono::duration<double>(fed - last).count();
         run_seconds_ += std::chrono::duration<double>(ran - fed).count();
         last = ran;
       }
+      feeds = opt_.on_next_feed ? std::move(next) : take();
       ++done;
-      instances_ += batch->records();
       if (report && !out.empty()) {
         print_(FetchLine(done, labels_, out));
         if (opt_.on_fetch) opt_.on_fetch(done, out);

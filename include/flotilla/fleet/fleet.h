@@ -188,12 +188,15 @@ class Fleet {
   // strategy.sparse_table_configs calls stale. Returns the rows dropped
   // (on worker 0; 0 on the others). Blocking.
   int64_t shrink();
-  // GEO workers: starts pulling the sparse rows a step fed `next_feed` will
-  // look up, on a background thread, so they arrive while the current step
-  // computes. Call it with the next batch before running the current one:
+  // GEO and async workers: starts pulling the sparse rows a step fed
+  // `next_feed` will look up, on a background thread, so they arrive while
+  // the current step computes. Call it with the next batch before running
+  // the current one, on the thread that will run it:
   //   fleet::prefetch_sparse(next_feed);
   //   exe.run(fleet::main_program(), feed, {loss});
-  // Does nothing in other modes, before the worker is connected, or when
+  // Async: the rows are pulled before the current step's gradients reach
+  // the servers (one step staler, as the async communicator's are anyway).
+  // Does nothing in sync mode, before the worker is connected, or when
   // the program looks up fewer than two tables of fed ids. Throws
   // InvalidArgument naming an ids variable `next_feed` lacks.
   void prefetch_sparse(const FeedMap& next_feed);

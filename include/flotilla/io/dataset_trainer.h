@@ -56,6 +56,10 @@ struct DatasetTrainOptions {
   // Called from worker 0's thread every print_period batches with the
   // fetched values (fetch_list order) and worker 0's batch count.
   std::function<void(int64_t batch, const std::vector<Tensor>&)> on_fetch;
+  // Called on a worker's thread with the feeds of the batch it runs next,
+  // before it runs the current one (e.g. fleet::prefetch_sparse, whose
+  // pulls then overlap the current step).
+  std::function<void(const FeedMap& next)> on_next_feed;
 };
 
 struct DatasetTrainStats {

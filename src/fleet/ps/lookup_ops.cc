@@ -2,6 +2,9 @@
 // parameter servers. Only the batch's distinct ids are pulled.
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <future>
+#include <memory>
 #include <optional>
 
 #include "fleet/ps/ps_ops.h"
@@ -97,6 +100,66 @@ struct PrefetchedRows {
 };
 thread_local std::vector<PrefetchedRows> prefetched;
 
+// Async mode: the rows of later steps, being pulled on background threads
+// (fleet::prefetch_sparse with the next batches), oldest first, at most
+// kMaxAhead. A ps_prefetch_sparse of this thread takes the pull whose
+// tables and keys are exactly its lookups', dropping the older ones.
+struct PullAhead {
+  std::unique_ptr<std::vector<PrefetchedRows>> rows;
+  std::future<void> done;
+};
+constexpr size_t kMaxAhead = 4;
+thread_local std::deque<PullAhead> ahead;
+
+// Pulls every table's rows of `rows` (keys set) into it in one round trip.
+void PullRows(ps::PsClient& client, std::vector<PrefetchedRows>& rows) {
+  std::vector<ps::PsClient::TablePull> pulls;
+  for (PrefetchedRows& p : rows) {
+    if (p.keys.empty()) continue;
+    pulls.push_back({p.table, p.keys, [&p](std::span<const uint32_t> positions, const float* got, int64_t dim) {
+                       const size_t d = static_cast<size_t>(dim);
+                       if (p.rows.empty()) p.rows.resize(p.keys.size() * d);
+                       p.dim = dim;
+                       for (size_t j = 0; j < positions.size(); ++j) {
+                         CopyRow(p.rows.data() + positions[j] * d, got + j * d, d);
+                       }
+                     }});
+  }
+  if (!pulls.empty()) client.PullSparseTables(pulls);
+}
+
+// Each lookup's table and distinct keys, rows not yet pulled.
+std::vector<PrefetchedRows> KeysOfLookups(const std::vector<std::string>& tables,
+                                          const std::vector<const Tensor*>& ids, const std::vector<int64_t>& padding) {
+  std::vector<PrefetchedRows> rows(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    rows[i].table = tables[i];
+    rows[i].keys = Distinct(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]).keys;
+  }
+  return rows;
+}
+
+bool SameLookups(const std::vector<PrefetchedRows>& a, const std::vector<PrefetchedRows>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].table != b[i].table || a[i].keys != b[i].keys) return false;
+  }
+  return true;
+}
+
+// The rows of the pull ahead for exactly `want`'s tables and keys (waiting
+// for it; the older pulls are dropped); nullopt when there is none.
+std::optional<std::vector<PrefetchedRows>> TakeAhead(const std::vector<PrefetchedRows>& want) {
+  size_t i = 0;
+  while (i < ahead.size() && !SameLookups(*ahead[i].rows, want)) ++i;
+  if (i == ahead.size()) return std::nullopt;
+  PullAhead a = std::move(ahead[i]);
+  for (size_t d = 0; d < i; ++d) ahead[d].done.wait();
+  ahead.erase(ahead.begin(), ahead.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  a.done.get();  // rethrows its error
+  return std::move(*a.rows);
+}
+
 // Moves out the prefetched rows of `table` for exactly `keys`, if any.
 std::optional<PrefetchedRows> TakePrefetched(const std::string& table, const std::vector<int64_t>& keys) {
   for (auto it = prefetched.begin(); it != prefetched.end(); ++it) {
@@ -144,32 +207,18 @@ void LookupKernel(ExecutionContext& ctx) {
 }
 
 // Sync and async modes: every lookup's distinct ids pulled in one round
-// trip (PullSparseTables) into this thread's PrefetchedRows.
+// trip (PullSparseTables) into this thread's PrefetchedRows, or taken from
+// the pull ahead started for them (async).
 void PrefetchForLookups(ps::TrainerRuntime& rt, const std::vector<std::string>& tables,
                         const std::vector<const Tensor*>& ids, const std::vector<int64_t>& padding) {
   prefetched.clear();
-  prefetched.resize(tables.size());
-  std::vector<ps::PsClient::TablePull> pulls;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    PrefetchedRows& p = prefetched[i];
-    p.table = tables[i];
-    p.keys = Distinct(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]).keys;
-    if (p.keys.empty()) continue;
-    pulls.push_back({p.table, p.keys, [&p](std::span<const uint32_t> positions, const float* rows, int64_t dim) {
-                       const size_t d = static_cast<size_t>(dim);
-                       if (p.rows.empty()) p.rows.resize(p.keys.size() * d);
-                       p.dim = dim;
-                       for (size_t j = 0; j < positions.size(); ++j) {
-                         CopyRow(p.rows.data() + positions[j] * d, rows + j * d, d);
-                       }
-                     }});
+  std::vector<PrefetchedRows> rows = KeysOfLookups(tables, ids, padding);
+  if (std::optional<std::vector<PrefetchedRows>> pulled = TakeAhead(rows)) {
+    prefetched = std::move(*pulled);
+    return;
   }
-  try {
-    if (!pulls.empty()) rt.client->PullSparseTables(pulls);
-  } catch (...) {
-    prefetched.clear();
-    throw;
-  }
+  PullRows(*rt.client, rows);
+  prefetched = std::move(rows);
 }
 
 // The distinct ids of every lookup the step makes (Ids[i] of table
@@ -263,6 +312,18 @@ void LookupGradKernel(ExecutionContext& ctx) {
 }  // namespace
 
 namespace internal {
+
+void PullAheadForLookups(const std::vector<std::string>& tables, const std::vector<const Tensor*>& ids,
+                         const std::vector<int64_t>& padding) {
+  auto rt = ps::RequireTrainerRuntime("fleet::prefetch_sparse");
+  if (ahead.size() == kMaxAhead) {  // the oldest, which no step took
+    ahead.front().done.wait();
+    ahead.pop_front();
+  }
+  auto rows = std::make_unique<std::vector<PrefetchedRows>>(KeysOfLookups(tables, ids, padding));
+  std::vector<PrefetchedRows>* target = rows.get();
+  ahead.push_back({std::move(rows), std::async(std::launch::async, [rt, target] { PullRows(*rt->client, *target); })});
+}
 
 std::vector<int64_t> WithoutPadding(const int64_t* ids, int64_t n, int64_t padding_idx) {
   std::vector<int64_t> keys;
