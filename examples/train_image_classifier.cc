@@ -79,7 +79,7 @@ fleet::DistributedStrategy Strategy(const ImageClassifierFlags& f) {
   s.set_sync_batch_norm(f.sync_bn);
   if (f.use_local_sgd) {
     s.set_localsgd(true);
-    s.localsgd_configs().set_k_steps(f.local_sgd_steps);
+    s.Set("localsgd_configs.k_steps", f.local_sgd_steps);
   }
   return s;
 }

@@ -153,13 +153,13 @@ fleet::DistributedStrategy MakeStrategy(const Flags& f) {
   if (!f.strategy_file.empty()) return fleet::DistributedStrategy::FromTextFile(f.strategy_file);
   fleet::DistributedStrategy s;
   s.set_nccl_comm_num(f.comm_num);
-  s.exec_strategy().set_num_threads(f.num_threads);
-  s.exec_strategy().set_num_iteration_per_drop_scope(f.num_iteration_per_drop_scope);
+  s.Set("exec_strategy.num_threads", f.num_threads);
+  s.Set("exec_strategy.num_iteration_per_drop_scope", f.num_iteration_per_drop_scope);
   s.set_fuse_all_reduce_ops(f.fuse);
   s.set_fuse_grad_size_in_MB(f.fuse_mb);
   if (f.localsgd_k > 0) {
     s.set_localsgd(true);
-    s.localsgd_configs().set_k_steps(f.localsgd_k);
+    s.Set("localsgd_configs.k_steps", f.localsgd_k);
   }
   return s;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fleet/collective_pass.h"
+#include "fleet/strategy_proto.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/core/math.h"
 #include "flotilla/fleet/fleet.h"
@@ -15,10 +16,11 @@ namespace {
 // kernels use, at most the CPUs it may run on (the executor runs a
 // program's ops in order on one thread; the threads go to large kernels).
 void ApplyComputeThreads(const DistributedStrategy& strategy) {
-  if (!strategy->exec_strategy().has_num_threads()) return;
+  const proto::ExecutionStrategy& exec = StrategyProto(strategy).exec_strategy();
+  if (!exec.has_num_threads()) return;
   cpu_set_t cpus;
   const int available = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  math::SetBlasThreads(std::min(strategy->exec_strategy().num_threads(), std::max(available, 1)));
+  math::SetBlasThreads(std::min(exec.num_threads(), std::max(available, 1)));
 }
 
 }  // namespace
