@@ -5,7 +5,6 @@
 
 #include "bindings.h"
 #include "flotilla/common/enforce.h"
-#include "flotilla/core/math.h"
 #include "flotilla/fleet/fleet.h"
 
 namespace flotilla::python {
@@ -175,6 +174,9 @@ void BindStrategy(py::module_& m) {
       .def("_hints", &DistributedStrategy::Hints)
       .def("_new_hints", &DistributedStrategy::NewHints)
       .def("_honour_paddle_flags", &DistributedStrategy::HonourPaddleFlags);
+  m.def("_apply_exec_strategy", &fleet::ApplyExecutionStrategy, py::arg("strategy"), py::arg("program"),
+        "Validates the strategy, then applies its exec_strategy: num_threads to this process's GEMM kernels, "
+        "the iteration counts to the program's run settings.");
 }
 
 void BindFleetFunctions(py::module_& m) {
@@ -188,8 +190,6 @@ void BindFleetFunctions(py::module_& m) {
            py::arg("parameter_list") = std::vector<std::string>{},
            py::arg("no_grad_set") = std::set<std::string>{})
       .def_property_readonly("buckets", &fleet::DistributedOptimizer::buckets);
-  m.def("_set_compute_threads", &math::SetBlasThreads, py::arg("n"),
-        "Threads the executor's GEMM kernels use in this process (ExecutionStrategy.num_threads).");
   m.def("init", [](const fleet::RoleMaker& role) { fleet::init(role); }, py::arg("role_maker"), ReleaseInterruptible());
   m.def("initialized", [] { return fleet::default_fleet().initialized(); });
   m.def("role", [] { return fleet::default_fleet().role(); }, "The role the last init took (a RoleInfo).");

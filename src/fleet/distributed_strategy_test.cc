@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "flotilla/common/error.h"
+#include "flotilla/fleet/fleet.h"
 
 namespace flotilla::fleet {
 namespace {
@@ -260,6 +261,31 @@ TEST(DistributedStrategy, ExecStrategyCountsOutOfRangeAreNamed) {
     EXPECT_NE(std::string(e.what()).find("exec_strategy.num_iteration_per_run=0 must be at least 1"),
               std::string::npos) << e.what();
   }
+}
+
+TEST(DistributedStrategy, ExecStrategyBecomesTheProgramsRunSettings) {
+  Program program;
+  DistributedStrategy s;
+  s.Set("exec_strategy.num_iteration_per_run", 3);
+  ApplyExecutionStrategy(s, program);
+  EXPECT_EQ(program.run_settings().iterations, 3);
+  EXPECT_EQ(program.run_settings().drop_scope_every, 0);  // unset: kept, not Paddle's default 10
+  s.Set("exec_strategy.num_iteration_per_drop_scope", 5);
+  ApplyExecutionStrategy(s, program);
+  EXPECT_EQ(program.run_settings().drop_scope_every, 5);
+  ApplyExecutionStrategy(DistributedStrategy{}, program);
+  EXPECT_EQ(program.run_settings().iterations, 1);
+  EXPECT_EQ(program.run_settings().drop_scope_every, 0);
+  // Refused or out of range: named, and the program keeps its settings.
+  s.Set("exec_strategy.use_thread_barrier", true);
+  EXPECT_THROW(ApplyExecutionStrategy(s, program), Unimplemented);
+  s.Set("exec_strategy.use_thread_barrier", false);
+  s.Set("exec_strategy.num_iteration_per_run", 0);
+  EXPECT_THROW(ApplyExecutionStrategy(s, program), InvalidArgument);
+  s.Set("exec_strategy.num_iteration_per_run", 2);
+  s.Set("fetch_frequency", 2);
+  EXPECT_THROW(ApplyExecutionStrategy(s, program), Unimplemented);
+  EXPECT_EQ(program.run_settings().iterations, 1);
 }
 
 TEST(DistributedStrategy, FuseParameterMemorySizeFlagSizesBucketsUnlessTheStrategyDoes) {
