@@ -1,4 +1,4 @@
-// Seed 004's wide & deep CTR model trained by parameter servers through the
+// Paddle's wide & deep CTR model (PaddleRec) trained by parameter servers through the
 // Fleet PS API.
 //
 //   wide: a sparse linear part over the hashed categorical ids (an
@@ -312,7 +312,7 @@ int Run(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"wide_and_deep: seed 004's CTR model on parameter servers"};
+  CLI::App app{"wide_and_deep: the wide & deep CTR model on parameter servers"};
   Flags f;
   app.add_option("--mode", f.mode, "sync | async | geo")->check(CLI::IsMember({"sync", "async", "geo"}));
   app.add_option("--k_steps", f.k_steps, "GEO: local steps between syncs")->check(CLI::PositiveNumber);
