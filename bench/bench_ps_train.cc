@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_process.h"
+#include "netns_pair.h"
 
 namespace {
 
@@ -67,36 +68,9 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
-int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
-
-// Two namespaces joined by a veth, each end shaped to 1 Gbit; removed on destruction.
-struct Netns {
-  std::string a, b;
-  bool ok = false;
-  Netns() {
-    std::string tag = std::to_string(getpid());
-    a = "fps_a" + tag;
-    b = "fps_b" + tag;
-    std::string va = "fpsa" + tag, vb = "fpsb" + tag;
-    const std::string tbf = " root tbf rate 1gbit burst 1mb latency 100ms";
-    ok = Sh("ip netns add " + a) == 0 && Sh("ip netns add " + b) == 0 &&
-         Sh("ip link add " + va + " netns " + a + " type veth peer name " + vb + " netns " + b) == 0 &&
-         Sh("ip -n " + a + " addr add 10.231.1.1/24 dev " + va) == 0 &&
-         Sh("ip -n " + b + " addr add 10.231.1.2/24 dev " + vb) == 0 &&
-         Sh("ip -n " + a + " link set " + va + " up") == 0 && Sh("ip -n " + b + " link set " + vb + " up") == 0 &&
-         Sh("ip -n " + a + " link set lo up") == 0 && Sh("ip -n " + b + " link set lo up") == 0 &&
-         Sh("ip netns exec " + a + " tc qdisc add dev " + va + tbf) == 0 &&
-         Sh("ip netns exec " + b + " tc qdisc add dev " + vb + tbf) == 0;
-  }
-  ~Netns() {
-    Sh("ip netns del " + a);
-    Sh("ip netns del " + b);
-  }
-};
-
-nlohmann::json RunMode(const Args& a, const std::string& link, const std::string& mode, const Netns* net) {
+nlohmann::json RunMode(const Args& a, const std::string& link, const std::string& mode, const NetnsPair* net) {
   const std::string bin = std::string(FLOTILLA_BUILD_DIR) + "/bin/wide_and_deep";
-  const std::string server_ip = net ? "10.231.1.1" : "127.0.0.1";
+  const std::string server_ip = net ? net->ip_a : "127.0.0.1";
   const int base = 23000 + static_cast<int>(getpid() % 2000) * 2;
   std::string list = server_ip + ":" + std::to_string(base) + "," + server_ip + ":" + std::to_string(base + 1);
   const bool heter = mode == "heter";
@@ -229,11 +203,11 @@ void Ratio(const std::string& link, const std::map<std::string, nlohmann::json>&
 }
 
 void RunLink(const Args& a, const std::string& link) {
-  std::unique_ptr<Netns> net;
+  std::unique_ptr<NetnsPair> net;
   if (link == "netns_1gbit") {
     std::string why = geteuid() != 0 ? "needs root for ip netns" : "";
     if (why.empty()) {
-      net = std::make_unique<Netns>();
+      net = std::make_unique<NetnsPair>("fps", 1);
       if (!net->ok) why = "cannot create namespaces/veth/tbf";
     }
     if (!why.empty()) {

@@ -1,4 +1,4 @@
-// Seed 004's wide & deep CTR model trained by parameter servers through the
+// Paddle's wide & deep CTR model (PaddleRec) trained by parameter servers through the
 // Fleet PS API.
 //
 //   wide: a sparse linear part over the hashed categorical ids (an
@@ -185,22 +185,21 @@ nlohmann::json Evaluate(Executor& exe, const Program& test, const Model& m, cons
 
 fleet::DistributedStrategy Strategy(const Flags& f, const Model& m) {
   fleet::DistributedStrategy s;
-  auto& t = s.sparse_table_configs();
-  t.set_table_class(f.table_class);
-  t.set_memory_budget_mb(f.memory_budget_mb);
-  t.set_ssd_path(f.ssd_path);
-  t.set_admit_count(f.admit_count);
-  t.set_admit_probability(f.admit_probability);
-  t.set_delete_after_unseen_passes(f.delete_after_unseen_passes);
-  t.set_delete_threshold(f.delete_threshold);
-  if (f.click_stats) t.set_click_var(m.label.name());
+  s.Set("sparse_table_configs.table_class", f.table_class);
+  s.Set("sparse_table_configs.memory_budget_mb", f.memory_budget_mb);
+  s.Set("sparse_table_configs.ssd_path", f.ssd_path);
+  s.Set("sparse_table_configs.admit_count", f.admit_count);
+  s.Set("sparse_table_configs.admit_probability", f.admit_probability);
+  s.Set("sparse_table_configs.delete_after_unseen_passes", f.delete_after_unseen_passes);
+  s.Set("sparse_table_configs.delete_threshold", f.delete_threshold);
+  if (f.click_stats) s.Set("sparse_table_configs.click_var", m.label.name());
   s.set_a_sync(f.mode != "sync");
-  if (f.mode == "geo") s.a_sync_configs().set_k_steps(f.k_steps);
-  s.a_sync_configs().set_send_queue_size(f.send_queue_size);
-  s.a_sync_configs().set_max_merge_var_num(f.max_merge_var_num);
-  s.a_sync_configs().set_independent_recv_thread(f.independent_recv_thread);
-  s.heter_configs().set_pipeline_depth(f.pipeline_depth);
-  for (const auto& v : f.boundary_vars) s.heter_configs().add_boundary_vars(v);
+  if (f.mode == "geo") s.Set("a_sync_configs.k_steps", f.k_steps);
+  s.Set("a_sync_configs.send_queue_size", f.send_queue_size);
+  s.Set("a_sync_configs.max_merge_var_num", f.max_merge_var_num);
+  s.Set("a_sync_configs.independent_recv_thread", f.independent_recv_thread);
+  s.Set("heter_configs.pipeline_depth", f.pipeline_depth);
+  s.Set("heter_configs.boundary_vars", f.boundary_vars);
   return s;
 }
 
@@ -404,7 +403,7 @@ int Run(const Flags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"wide_and_deep: seed 004's CTR model on parameter servers"};
+  CLI::App app{"wide_and_deep: the wide & deep CTR model on parameter servers"};
   Flags f;
   app.add_option("--mode", f.mode, "sync | async | geo")->check(CLI::IsMember({"sync", "async", "geo"}));
   app.add_option("--k_steps", f.k_steps, "GEO: local steps between syncs")->check(CLI::PositiveNumber);

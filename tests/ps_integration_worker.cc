@@ -203,7 +203,7 @@ int RunResume(const Args& a) {
   optimizer::SGD sgd(0.05f);
   fleet::DistributedStrategy strategy;
   strategy.set_a_sync(a.mode != "sync");
-  if (a.mode == "geo") strategy.a_sync_configs().set_k_steps(10);
+  if (a.mode == "geo") strategy.Set("a_sync_configs.k_steps", 10);
   fleet::distributed_optimizer(sgd, strategy).minimize(loss);
   if (fleet::is_server()) {
     fleet::init_server(a.phase == 2 ? a.model_dir : "");

@@ -235,7 +235,7 @@ int Fleet::TrainingRing(const DistributedStrategy& strategy) {
   pg.timeout = options_.timeout;
   pg.comm_num = strategy.comm_num();
   pg.name = StrCat("fleet_dp", groups_made_++);
-  int per_host = strategy->hierarchical_allreduce_inter_nranks();
+  const int per_host = static_cast<int>(strategy.GetInt("hierarchical_allreduce_inter_nranks"));
   pg.host_id = per_host > 0 ? StrCat("host", role_->worker_index / per_host) : role_->host_id;
   training_group_ = comm::NewProcessGroup(store_, role_->worker_index, role_->worker_num, pg);
   rings_.push_back(RegisterRing(training_group_));

@@ -5,6 +5,7 @@
 
 #include "fleet/ps/ps_ops.h"
 #include "fleet/ps_job.h"
+#include "fleet/strategy_proto.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
@@ -17,7 +18,7 @@ namespace {
 
 DistributeTranspilerConfig ConfigFor(const DistributedStrategy& strategy) {
   DistributeTranspilerConfig c;
-  const auto& a = strategy.a_sync_configs();
+  const proto::AsyncConfig& a = StrategyProto(strategy).a_sync_configs();
   if (!strategy.a_sync()) {
     c.mode = "sync";
   } else if (a.k_steps() > 0) {
@@ -29,7 +30,7 @@ DistributeTranspilerConfig ConfigFor(const DistributedStrategy& strategy) {
   c.max_merge_var_num = a.max_merge_var_num();
   c.send_queue_size = a.send_queue_size();
   c.independent_recv_thread = a.independent_recv_thread();
-  const auto& t = strategy.sparse_table_configs();
+  const proto::SparseTableConfigs& t = StrategyProto(strategy).sparse_table_configs();
   c.sparse.table_class = t.table_class();
   c.sparse.memory_budget_mb = t.memory_budget_mb();
   c.sparse.ssd_path = t.ssd_path();
@@ -58,10 +59,11 @@ void Fleet::TranspilePs(Program& main, Program& startup, const DistributedStrate
   ps_->transpiler->transpile(client_id, Join(role_->server_endpoints, ","), role_->worker_num + heters,
                              ps_->transpiler->config().mode == "sync", &main, &startup);
   if (heters > 0 && role_->role != Role::kServer) {
-    const auto& boundary = strategy.heter_configs().boundary_vars();
+    const proto::HeterConfigs& heter = StrategyProto(strategy).heter_configs();
+    const auto& boundary = heter.boundary_vars();
     ps_->heter = std::make_unique<HeterSplit>(
         SplitHeterProgram(main, std::vector<std::string>(boundary.begin(), boundary.end())));
-    ps_->pipeline_depth = strategy.heter_configs().pipeline_depth();
+    ps_->pipeline_depth = heter.pipeline_depth();
   }
   log::Info("fleet: {} parameter-server job, {} table(s) on {} server(s){}",
             ps_->transpiler->config().mode, ps_->transpiler->tables().size(),

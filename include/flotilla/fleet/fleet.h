@@ -312,6 +312,18 @@ void stop_worker();
 int64_t shrink();
 void prefetch_sparse(const FeedMap& next_feed);
 
+// Applies `strategy`'s exec_strategy to `program` (Paddle's
+// ExecutionStrategy, as CompiledProgram.with_data_parallel and
+// distributed_optimizer(...).minimize do), after Validate (throws as it
+// does):
+// - num_threads, when set: the threads this process's GEMM kernels use, at
+//   most the CPUs it may run on (the executor runs a program's ops in order
+//   on one thread; the threads go to the large kernels);
+// - num_iteration_per_run and num_iteration_per_drop_scope (when set; unset:
+//   temporaries kept) become program.run_settings(), which Executor::Run
+//   honours.
+void ApplyExecutionStrategy(const DistributedStrategy& strategy, Program& program);
+
 // Paddle's fleet.util.get_file_shard: `files` split into worker_num
 // contiguous blocks, the first len % worker_num of them one file longer;
 // returns block worker_index (possibly empty). Throws InvalidArgument when
