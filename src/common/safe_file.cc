@@ -130,7 +130,8 @@ SafeDir::~SafeDir() {
 }
 
 std::string SafeDir::PathOf(std::string_view name) const {
-  return path_ + "/" + std::string(name);
+  const bool slash = !path_.empty() && path_.back() == '/';
+  return path_ + (slash ? "" : "/") + std::string(name);
 }
 
 SafeDir SafeDir::Subdir(const std::string& name, bool create) const {
@@ -158,7 +159,8 @@ int SafeDir::OpenFile(const std::string& name, int flags, mode_t mode) const {
   const int err = errno;
   FLOTILLA_CHECK(err != ENOENT || (flags & O_CREAT) != 0, NotFound, "cannot open file '",
                  PathOf(name), "'");
-  FLOTILLA_CHECK(err != ELOOP, Unavailable, "refusing to open '", PathOf(name),
+  // ELOOP, or EACCES where the kernel protects links in sticky directories.
+  FLOTILLA_CHECK(err != ELOOP && !IsLink(name), Unavailable, "refusing to open '", PathOf(name),
                  "': it is a symbolic link");
   FLOTILLA_THROW(Unavailable, "cannot open '", PathOf(name), "': ", std::strerror(err));
 }

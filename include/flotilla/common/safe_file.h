@@ -50,6 +50,11 @@ class SafeDir {
 
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
+  // "/proc/self/fd/<fd>": a path reaching this directory through its
+  // descriptor, for code that takes paths. Names under it resolve from the
+  // directory opened (wherever it was moved since), and nothing can be
+  // created in it once it has been removed. Valid while this SafeDir lives.
+  std::string ProcPath() const { return "/proc/self/fd/" + std::to_string(fd_); }
   // "<path>/<name>", for messages.
   std::string PathOf(std::string_view name) const;
 
