@@ -92,6 +92,10 @@ Tensor ReadEntry(const std::string& dir, const ManifestEntry& e) {
 
 }  // namespace
 
+std::string TempName(const std::string& name, const char* kind) {
+  return StrCat(name, ".", kind, ".", ::getpid(), ".", HexEncode(RandomBytes(8)));
+}
+
 void CommitDirAtomic(const std::string& dir, const std::function<void(const std::string&)>& fill) {
   const std::filesystem::path target = std::filesystem::path(dir).lexically_normal();
   const std::string name = target.filename().string();
@@ -101,7 +105,7 @@ void CommitDirAtomic(const std::string& dir, const std::function<void(const std:
   const SafeDir parent = SafeDir::Create(parent_path, "the directory of checkpoint '" + dir + "'");
   FLOTILLA_CHECK(!parent.IsLink(name), InvalidArgument, "checkpoint '", dir,
                  "' is refused: it is a symbolic link");
-  const std::string tmp = name + ".tmp." + HexEncode(RandomBytes(8));
+  const std::string tmp = TempName(name, "tmp");
   try {
     parent.Subdir(tmp, /*create=*/true).WriteAtomic(kMarkerName, kMarkerText);
     fill(parent.PathOf(tmp));

@@ -16,7 +16,12 @@ namespace flotilla::io::internal {
 inline constexpr const char* kMarkerText =
     "A directory Flotilla saved. Flotilla's clean-up removes only directories carrying this file.\n";
 
-// Runs `fill(tmp)` on the new directory "<dir>.tmp.<random>" (holding only
+// "<name>.<kind>.<pid>.<16 random hex digits>": the name of a temporary
+// ("tmp") or doomed ("old") directory; the pid tells whose it is, the
+// random part makes it unpredictable.
+std::string TempName(const std::string& name, const char* kind);
+
+// Runs `fill(tmp)` on the new directory "<dir>.tmp.<pid>.<random>" (holding only
 // the marker file), then renames it over `dir`. The parent of `dir` is
 // opened once and checked (safe_file.h: no symbolic link, not writable by
 // others without the sticky bit); `dir` must not be a link. On any failure

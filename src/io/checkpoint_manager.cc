@@ -14,7 +14,6 @@
 #include "checkpoint_dir.h"
 #include "flotilla/common/checksum.h"
 #include "flotilla/common/enforce.h"
-#include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/safe_file.h"
 #include "flotilla/trace/trace.h"
@@ -117,8 +116,8 @@ std::optional<int64_t> StepOf(const std::string& name) {
   return step;
 }
 
-// What a killed save or prune leaves: "step-12.tmp.<random>" (a save killed
-// before its rename) and "step-12.old.<random>" (a prune killed while
+// What a killed save or prune leaves: "step-12.tmp.<pid>.<random>" (a save
+// killed before its rename) and "step-12.old.<pid>.<random>" (a prune killed while
 // removing). Only removed when it carries Flotilla's marker.
 bool IsLeftoverName(const std::string& name) {
   for (const char* infix : {".tmp.", ".old."}) {
@@ -248,7 +247,7 @@ void CheckpointManager::Prune(const SafeDir& root) const {
   for (size_t i = 0; i + keep_ < steps.size(); ++i) {
     const std::string name = StrCat(kStepPrefix, steps[i]);
     if (!IsFlotillas(root, name)) continue;
-    const std::string old = StrCat(name, ".old.", HexEncode(RandomBytes(8)));
+    const std::string old = internal::TempName(name, "old");
     root.Rename(name, old);
     root.RemoveTree(old);
   }

@@ -6,7 +6,7 @@
 //                     line holding the CRC32C of the lines above (docs/io.md)
 //   <file> ...        one tensor file per variable (SaveTensor format)
 //   .flotilla-checkpoint  marks the directory as Flotilla's own
-// A save writes everything into "<dir>.tmp.<random>" and renames it over
+// A save writes everything into "<dir>.tmp.<pid>.<random>" and renames it over
 // `dir` at the end, so a crash or failure leaves either the old checkpoint
 // or the new one, never a mixture; a failed save removes its temporary
 // directory. The parent of `dir` must not be a symbolic link nor writable by

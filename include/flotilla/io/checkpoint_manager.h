@@ -12,11 +12,11 @@
 // one file per persistable variable — parameters and optimizer state — and
 // Flotilla's marker file) plus STATE.json with the TrainingState, the
 // MANIFEST's CRC32C and a CRC32C of its own. A save fills
-// "<dir>/step-<N>.tmp.<random>" and renames it into place, so a step
+// "<dir>/step-<N>.tmp.<pid>.<random>" and renames it into place, so a step
 // directory is either complete or absent; after the save only the newest
 // `keep` step directories remain.
-// What a save or prune killed part-way leaves behind ("step-N.tmp.<random>",
-// "step-N.old.<random>") is ignored by loads and removed by the next save.
+// What a save or prune killed part-way leaves behind ("step-N.tmp.<pid>.<random>",
+// "step-N.old.<pid>.<random>") is ignored by loads and removed by the next save.
 // Clean-up removes only directories carrying Flotilla's marker (or a
 // MANIFEST of an older release): a user's "step-9/notes.txt" stays, and no
 // link is followed. `dir` must not be a symbolic link nor writable by
