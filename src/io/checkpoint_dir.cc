@@ -54,6 +54,18 @@ bool ReadTrailer(const std::string& path, uint64_t size, uint32_t* crc) {
   return ok;
 }
 
+// The marker goes in first, without an fsync: a process killed right after
+// creating the directory leaves it empty or marked, and the clean-up
+// (CheckpointManager) removes both.
+void PlaceMarker(const SafeDir& dir) {
+  const int fd = dir.OpenFile(kMarkerName, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  const std::string_view text(kMarkerText);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  FLOTILLA_CHECK(ok, Unavailable, "cannot write '", dir.PathOf(kMarkerName), "': ",
+                 std::strerror(errno));
+}
+
 // Removes the temporary directory `name` of a failed commit. A writer
 // still at work in it (a parameter server saving its tables) may add a
 // file while the tree is removed; once a directory is gone nothing can be
@@ -107,7 +119,7 @@ void CommitDirAtomic(const std::string& dir, const std::function<void(const std:
                  "' is refused: it is a symbolic link");
   const std::string tmp = TempName(name, "tmp");
   try {
-    parent.Subdir(tmp, /*create=*/true).WriteAtomic(kMarkerName, kMarkerText);
+    PlaceMarker(parent.Subdir(tmp, /*create=*/true));
     fill(parent.PathOf(tmp));
     if (parent.IsDir(name)) {
       // Swap the two directories in one step (no moment without `dir`),

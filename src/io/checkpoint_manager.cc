@@ -128,11 +128,12 @@ bool IsLeftoverName(const std::string& name) {
 }
 
 // A directory Flotilla made: it carries the marker, or (saved by a release
-// before the marker) a MANIFEST of Flotilla's format.
-bool IsFlotillas(const SafeDir& root, const std::string& name) {
+// before the marker) a MANIFEST of Flotilla's format. An empty leftover (a
+// save killed before it placed the marker) holds nothing of anyone's.
+bool IsFlotillas(const SafeDir& root, const std::string& name, bool leftover) {
   if (!root.IsDir(name)) return false;
   const SafeDir dir = root.Subdir(name, /*create=*/false);
-  if (dir.Exists(internal::kMarkerName)) return true;
+  if (dir.Exists(internal::kMarkerName) || (leftover && dir.List().empty())) return true;
   try {
     return StartsWith(dir.ReadAtMost(internal::kManifestName, internal::kMaxManifestBytes),
                       "flotilla-checkpoint ");
@@ -246,7 +247,7 @@ void CheckpointManager::Prune(const SafeDir& root) const {
   auto steps = Steps();
   for (size_t i = 0; i + keep_ < steps.size(); ++i) {
     const std::string name = StrCat(kStepPrefix, steps[i]);
-    if (!IsFlotillas(root, name)) continue;
+    if (!IsFlotillas(root, name, /*leftover=*/false)) continue;
     const std::string old = internal::TempName(name, "old");
     root.Rename(name, old);
     root.RemoveTree(old);
@@ -257,7 +258,7 @@ void CheckpointManager::Prune(const SafeDir& root) const {
 // earlier, killed save or prune is garbage, when it is Flotilla's.
 void CheckpointManager::RemoveLeftovers(const SafeDir& root) const {
   for (const auto& name : root.List()) {
-    if (IsLeftoverName(name) && IsFlotillas(root, name)) root.RemoveTree(name);
+    if (IsLeftoverName(name) && IsFlotillas(root, name, /*leftover=*/true)) root.RemoveTree(name);
   }
 }
 

@@ -97,15 +97,18 @@ TEST_F(CheckpointManagerTest, TheNextSaveRemovesLeftoversOfKilledSavesAndPrunes)
   CheckpointManager ckpt(tmp / "ckpt", /*keep=*/2);
   Fill(1);
   ckpt.Save(program, scope, {3});
-  for (const char* ours : {"step-9.tmp.0a1b2c3d4e5f6789", "step-1.old.456"}) {
+  for (const char* ours : {"step-9.tmp.32509.b85f183b6a660467", "step-1.old.456.0a1b"}) {
     MakeDirs(tmp / "ckpt/" + ours + "/ps_tables");  // a save killed before its rename, a prune
     WriteFileAtomic(tmp / "ckpt/" + ours + "/" + internal::kMarkerName, "");
+    WriteFileAtomic(tmp / "ckpt/" + ours + "/ps_tables/w.server0-of-2.tbl", "rows");
   }
-  MakeDirs(tmp / "ckpt/step-7.tmp.1");  // no marker: not ours
+  MakeDirs(tmp / "ckpt/step-8.tmp.77.0a1b");  // killed before its marker: empty
+  MakeDirs(tmp / "ckpt/step-7.tmp.1/data");   // no marker, not empty: not ours
   MakeDirs(tmp / "ckpt/step-x.tmp.1");
   MakeDirs(tmp / "ckpt/notes");
   ckpt.Save(program, scope, {4});
-  for (const char* gone : {"step-9.tmp.0a1b2c3d4e5f6789", "step-1.old.456"}) {
+  for (const char* gone :
+       {"step-9.tmp.32509.b85f183b6a660467", "step-1.old.456.0a1b", "step-8.tmp.77.0a1b"}) {
     EXPECT_FALSE(FileExists(tmp / (std::string("ckpt/") + gone))) << gone;
   }
   for (const char* kept : {"step-7.tmp.1", "step-x.tmp.1", "notes"}) {
