@@ -72,7 +72,7 @@ void PlaceMarker(const SafeDir& dir) {
 // created in it, so a few more rounds leave nothing behind.
 void RemoveFailedCommit(const SafeDir& parent, const std::string& name) {
   for (int round = 0; round < 200; ++round) {
-    if (parent.RemoveTree(name) && !parent.Exists(name)) return;
+    if (RemoveMarkedDir(parent, name) && !parent.Exists(name)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -104,6 +104,20 @@ Tensor ReadEntry(const std::string& dir, const ManifestEntry& e) {
 
 }  // namespace
 
+bool RemoveMarkedDir(const SafeDir& parent, const std::string& name) {
+  if (parent.IsDir(name)) {
+    try {
+      const SafeDir dir = parent.Subdir(name, /*create=*/false);
+      for (const auto& entry : dir.List()) {
+        if (entry != kMarkerName) dir.RemoveTree(entry);
+      }
+    } catch (const Error&) {
+      // removed meanwhile, or unreadable: RemoveTree below says whether it went
+    }
+  }
+  return parent.RemoveTree(name);
+}
+
 std::string TempName(const std::string& name, const char* kind) {
   return StrCat(name, ".", kind, ".", ::getpid(), ".", HexEncode(RandomBytes(8)));
 }
@@ -125,7 +139,7 @@ void CommitDirAtomic(const std::string& dir, const std::function<void(const std:
       // Swap the two directories in one step (no moment without `dir`),
       // then drop the old one, which now sits at `tmp`.
       parent.Exchange(tmp, name);
-      parent.RemoveTree(tmp);
+      RemoveMarkedDir(parent, tmp);
     } else {
       parent.Rename(tmp, name);
     }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "flotilla/common/safe_file.h"
 #include "flotilla/framework/scope.h"
 #include "flotilla/io/checkpoint.h"
 
@@ -15,6 +16,11 @@ namespace flotilla::io::internal {
 // What the marker file of a committed directory holds (manifest.h: kMarkerName).
 inline constexpr const char* kMarkerText =
     "A directory Flotilla saved. Flotilla's clean-up removes only directories carrying this file.\n";
+
+// Removes the directory `name` under `parent`, its marker file last: a
+// process killed part-way leaves a directory the clean-up still recognises.
+// Never follows a link. False when something stayed (SafeDir::RemoveTree).
+bool RemoveMarkedDir(const SafeDir& parent, const std::string& name);
 
 // "<name>.<kind>.<pid>.<16 random hex digits>": the name of a temporary
 // ("tmp") or doomed ("old") directory; the pid tells whose it is, the

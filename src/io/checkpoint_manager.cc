@@ -250,7 +250,7 @@ void CheckpointManager::Prune(const SafeDir& root) const {
     if (!IsFlotillas(root, name, /*leftover=*/false)) continue;
     const std::string old = internal::TempName(name, "old");
     root.Rename(name, old);
-    root.RemoveTree(old);
+    internal::RemoveMarkedDir(root, old);
   }
 }
 
@@ -258,7 +258,9 @@ void CheckpointManager::Prune(const SafeDir& root) const {
 // earlier, killed save or prune is garbage, when it is Flotilla's.
 void CheckpointManager::RemoveLeftovers(const SafeDir& root) const {
   for (const auto& name : root.List()) {
-    if (IsLeftoverName(name) && IsFlotillas(root, name, /*leftover=*/true)) root.RemoveTree(name);
+    if (IsLeftoverName(name) && IsFlotillas(root, name, /*leftover=*/true)) {
+      internal::RemoveMarkedDir(root, name);
+    }
   }
 }
 
