@@ -11,7 +11,7 @@ target_include_directories(launch_test_util PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(launch_test_util PUBLIC flotilla_testing_process GTest::gtest nlohmann_json::nlohmann_json)
 
 foreach(t launch_cli_test launch_abort_test launch_ps_test launch_multinode_test launch_shm_test
-        launch_secret_test)
+        launch_secret_test launch_files_test)
   flotilla_test(${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.cc DEPS launch_test_util
     TIMEOUT 240 LABELS launch)
   add_dependencies(${t} flotilla launch_probe)

@@ -10,8 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/job_secret.h"
+#include "flotilla/common/strings.h"
 
 namespace flotilla {
 namespace fs = std::filesystem;
@@ -28,25 +31,50 @@ void WriteAll(int fd, std::string_view data, const std::string& path) {
   }
 }
 
+// The directory part of `path` and its last component.
+std::pair<std::string, std::string> SplitPath(const std::string& path) {
+  const fs::path p(path);
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
+  return {dir.empty() ? "/" : dir, p.filename().string()};
+}
+
 }  // namespace
 
 void WriteFileAtomic(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) FLOTILLA_THROW(Unavailable, "cannot create '", tmp, "': ", std::strerror(errno));
+  const auto [dir, name] = SplitPath(path);
+  FLOTILLA_CHECK(!name.empty() && name != "." && name != "..", InvalidArgument,
+                 "cannot write '", path, "': not a file name");
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  FLOTILLA_CHECK(dir_fd >= 0, Unavailable, "cannot open directory '", dir, "' to write '", path,
+                 "': ", std::strerror(errno));
   try {
-    WriteAll(fd, data, tmp);
-    if (::fsync(fd) != 0) FLOTILLA_THROW(Unavailable, "cannot fsync '", tmp, "': ", std::strerror(errno));
+    WriteFileAtomicAt(dir_fd, name, data, path);
   } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
+    ::close(dir_fd);
     throw;
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    FLOTILLA_THROW(Unavailable, "cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
+  ::close(dir_fd);
+}
+
+void WriteFileAtomicAt(int dir_fd, const std::string& name, std::string_view data,
+                       const std::string& path) {
+  const std::string suffix = ".tmp." + HexEncode(RandomBytes(8));
+  const std::string tmp = name + suffix, tmp_path = path + suffix;
+  int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0644);
+  FLOTILLA_CHECK(fd >= 0, Unavailable, "cannot create '", tmp_path, "': ", std::strerror(errno));
+  try {
+    WriteAll(fd, data, tmp_path);
+    if (::fsync(fd) != 0) FLOTILLA_THROW(Unavailable, "cannot fsync '", tmp_path, "': ", std::strerror(errno));
+    ::close(std::exchange(fd, -1));
+    // renameat replaces a link at `name` itself, never its target.
+    if (::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+      FLOTILLA_THROW(Unavailable, "cannot rename '", tmp_path, "' to '", path, "': ", std::strerror(errno));
+    }
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    throw;
   }
 }
 
@@ -63,6 +91,11 @@ std::string ReadFileAtMost(const std::string& path, uint64_t max_bytes, const st
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0 && errno == ENOENT) FLOTILLA_THROW(NotFound, "cannot open file '", path, "'");
   if (fd < 0) FLOTILLA_THROW(Unavailable, "cannot open '", path, "': ", std::strerror(errno));
+  return ReadFdAtMost(fd, path, max_bytes, what);
+}
+
+std::string ReadFdAtMost(int fd, const std::string& path, uint64_t max_bytes,
+                         const std::string& what) {
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   const uint64_t size = regular ? static_cast<uint64_t>(st.st_size) : 0;

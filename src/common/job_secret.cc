@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <algorithm>
@@ -22,14 +23,10 @@ namespace flotilla {
 
 namespace {
 
-std::string Hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
+std::string Octal(unsigned mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "%03o", mode);
+  return buf;
 }
 
 std::string Checked(std::string secret, const std::string& source) {
@@ -47,8 +44,13 @@ std::string ReadSecretFile(const std::string& path) {
   std::ifstream in(path);
   FLOTILLA_ENFORCE(in.good(), "cannot read the job secret: ", source, ": ", std::strerror(errno));
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
-    log::Warn("the job secret file {} is readable by every user (chmod 600 it)", path);
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
+    // Another user who reads the secret can join the job as any rank.
+    FLOTILLA_ENFORCE(InsecureRequested(), "the job secret file ", path,
+                     " is readable by other users (mode ", Octal(st.st_mode & 0777),
+                     "): chmod 600 it, or set ", kInsecureEnv, "=1 (flotilla launch --insecure)",
+                     " to accept it");
+    log::Warn("the job secret file {} is readable by other users (chmod 600 it)", path);
   }
   std::string line;
   std::getline(in, line);
@@ -69,7 +71,7 @@ std::string RandomBytes(size_t n) {
   return bytes;
 }
 
-std::string GenerateJobSecret() { return Hex(RandomBytes(32)); }
+std::string GenerateJobSecret() { return HexEncode(RandomBytes(32)); }
 
 std::string HmacSha256(std::string_view secret, std::string_view message) {
   unsigned char mac[EVP_MAX_MD_SIZE];
@@ -82,7 +84,7 @@ std::string HmacSha256(std::string_view secret, std::string_view message) {
 }
 
 std::string DeriveToken(std::string_view secret, std::string_view purpose) {
-  return secret.empty() ? "" : Hex(HmacSha256(secret, purpose));
+  return secret.empty() ? "" : HexEncode(HmacSha256(secret, purpose));
 }
 
 std::optional<std::string> JobSecretFromEnv() {

@@ -164,5 +164,30 @@ TEST(DeriveToken, IsHmacSha256OfThePurposeKeyedByTheSecret) {
   EXPECT_NE(RandomBytes(32), RandomBytes(32));
 }
 
+// Issue 32, finding 8: a secret file other users can read was only warned
+// about. It is refused (naming the file, its mode and the way out) unless
+// FLOTILLA_INSECURE=1 accepts it.
+TEST_F(SecretEnv, AFileOtherUsersCanReadIsRefusedUnlessInsecure) {
+  const std::string path = File("world-readable-0123456789");
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  setenv(kJobSecretFileEnv, path.c_str(), 1);
+  std::string refused = "(no error)";
+  try {
+    JobSecretFromEnv();
+  } catch (const InvalidArgument& e) {
+    refused = e.what();
+  }
+  for (const std::string& part : {path, std::string("mode 644"), std::string("chmod 600")}) {
+    EXPECT_NE(refused.find(part), std::string::npos) << part << " not in: " << refused;
+  }
+  ASSERT_EQ(chmod(path.c_str(), 0640), 0);
+  EXPECT_THROW(JobSecretFromEnv(), InvalidArgument) << "group-readable";
+  setenv(kInsecureEnv, "1", 1);
+  EXPECT_EQ(JobSecretFromEnv(), "world-readable-0123456789");
+  unsetenv(kInsecureEnv);
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  EXPECT_EQ(JobSecretFromEnv(), "world-readable-0123456789");
+}
+
 }  // namespace
 }  // namespace flotilla

@@ -61,7 +61,12 @@ void save_checkpoint(Fleet& fleet, const Executor&, const std::string& dir, int6
       // The servers write their tables into the checkpoint before it is
       // committed: trainer state and tables appear together or not at all.
       auto tables = [&](const std::string& tmp) {
-        if (rt) rt->client->Save(std::filesystem::absolute(tmp + "/" + kPsTablesDir).string());
+        // The temporary directory must exist: once a failed save removed
+        // it, a server still saving fails rather than recreate it.
+        if (rt) {
+          rt->client->Save(std::filesystem::absolute(tmp + "/" + kPsTablesDir).string(),
+                           /*parent_must_exist=*/true);
+        }
       };
       io::CheckpointManager(dir, options.keep).Save(MainOf(fleet, options), ScopeOf(options), state, tables);
     } catch (const std::exception&) {

@@ -6,12 +6,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <thread>
 
+#include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
+#include "flotilla/common/safe_file.h"
+#include "io/checkpoint_dir.h"
 #include "io/manifest.h"
 #include "io/testing/temp_dir.h"
 
@@ -184,6 +190,34 @@ TEST_F(CheckpointTest, AFailedSaveLeavesTheOldCheckpointIntact) {
   }
   SavePersistables(dir, program, newer);  // a good save replaces it
   EXPECT_EQ(LoadedW0(dir), 9.0f);
+}
+
+// A parameter server may still be writing its tables into a failed save's
+// temporary directory (the trainer's call was cancelled, the server's work
+// was not): the failed save still leaves nothing behind. The writer here
+// works as a server does, through the descriptor of the directory it
+// opened (SafeDir::ProcPath), and keeps going until a write fails.
+TEST_F(CheckpointTest, AFailedSaveLeavesNothingWhileAnotherWriterGoesOn) {
+  std::thread writer;
+  std::atomic<int> written{0};
+  EXPECT_THROW(internal::CommitDirAtomic(tmp / "ckpt", [&](const std::string& dir) {
+    MakeDirs(dir + "/ps_tables");
+    auto tables = std::make_shared<SafeDir>(SafeDir::Open(dir + "/ps_tables", "tables"));
+    writer = std::thread([tables, &written] {
+      try {
+        for (int i = 0; i < 100000; ++i, ++written) {
+          WriteFileAtomic(tables->ProcPath() + "/t" + std::to_string(i % 50), "rows");
+        }
+      } catch (const Error&) {
+        // the directory is gone: nothing can be created in it
+      }
+    });
+    while (written < 20) std::this_thread::yield();
+    FLOTILLA_THROW(Unavailable, "No space left on device");
+  }), Unavailable);
+  writer.join();
+  EXPECT_GE(written.load(), 20);
+  EXPECT_TRUE(fs::is_empty(tmp.path())) << "left behind: " << fs::directory_iterator(tmp.path())->path();
 }
 
 TEST_F(CheckpointTest, AnUnwritableTargetFailsWithoutTouchingTheOldCheckpoint) {

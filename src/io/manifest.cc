@@ -10,14 +10,9 @@
 namespace flotilla::io::internal {
 namespace {
 
-constexpr const char* kHeader = "flotilla-checkpoint 1";
+constexpr const char* kHeader = "flotilla-checkpoint 2";
+constexpr const char* kHeaderV1 = "flotilla-checkpoint 1";
 constexpr const char* kCrcPrefix = "manifest-crc32c ";
-
-std::string Hex32(uint32_t v) {
-  char buf[9];
-  std::snprintf(buf, sizeof(buf), "%08x", v);
-  return buf;
-}
 
 bool ParseHex32(const std::string& s, uint32_t* out) {
   if (s.size() != 8) return false;
@@ -63,6 +58,12 @@ bool ParseEntry(const std::string& line, ManifestEntry* e) {
 }
 
 }  // namespace
+
+std::string Hex32(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof(buf), "%08x", v);
+  return buf;
+}
 
 std::string EncodeName(const std::string& name) {
   std::string out;
@@ -112,12 +113,14 @@ std::vector<ManifestEntry> ParseManifest(const std::string& text, const std::str
   FLOTILLA_CHECK(Crc32c(text.data(), crc_at) == stored, Corruption, "checkpoint manifest '", path,
                  "' fails its CRC32C checksum (corrupt)");
   std::vector<std::string> lines = Split(text.substr(0, crc_at), '\n');
-  FLOTILLA_CHECK(!lines.empty() && lines[0] == kHeader, Corruption, "checkpoint manifest '", path,
-                 "' does not start with '", kHeader, "'");
+  FLOTILLA_CHECK(!lines.empty() && (lines[0] == kHeader || lines[0] == kHeaderV1), Corruption,
+                 "checkpoint manifest '", path, "' does not start with '", kHeader, "'");
+  const bool v1 = lines[0] == kHeaderV1;
   std::vector<ManifestEntry> entries(lines.size() - 1);
   for (size_t i = 1; i < lines.size(); ++i) {
     FLOTILLA_CHECK(ParseEntry(lines[i], &entries[i - 1]), Corruption, "checkpoint manifest '",
                    path, "' line ", i + 1, " is malformed: '", lines[i], "'");
+    entries[i - 1].whole_file_crc = v1;
   }
   return entries;
 }

@@ -15,6 +15,7 @@
 #include "flotilla/comm/shm_cleanup.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
+#include "flotilla/common/safe_file.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/launch/signals.h"
 #include "flotilla/roles/role_env.h"
@@ -48,8 +49,7 @@ std::vector<PortReservation> ReservePorts(NodePlan& plan) {
 }
 
 void WriteEndpointsLog(const std::string& log_dir, const ClusterSpec& spec) {
-  MakeDirs(log_dir);
-  WriteFileAtomic(log_dir + "/endpoints.log", EndpointsLog(spec));
+  SafeDir::Create(log_dir, "--log_dir").WriteAtomic("endpoints.log", EndpointsLog(spec));
 }
 
 // Removes this job's shared-memory segments when the launcher leaves Launch,

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/safe_file.h"
 
 namespace flotilla::launch {
 
@@ -24,9 +25,8 @@ std::string UtcNow() {
 LogFile LogFile::Open(const std::string& dir, const std::string& name) {
   LogFile f;
   f.path_ = dir + "/" + name;
-  f.fd_ = open(f.path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  FLOTILLA_CHECK(f.fd_ >= 0, Unavailable, "cannot open log file ", f.path_, ": ",
-                 std::strerror(errno));
+  // Never through a link planted at the log's name or at the directory.
+  f.fd_ = SafeDir::Create(dir, "--log_dir").OpenFile(name, O_WRONLY | O_CREAT | O_APPEND, 0644);
   return f;
 }
 

@@ -16,6 +16,7 @@
 #include "flotilla/comm/trace_clock.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
+#include "flotilla/common/safe_file.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/launch/dashboard.h"
@@ -90,9 +91,12 @@ JobObserver::JobObserver(const LaunchOptions& options)
   }
   FLOTILLA_ENFORCE(options_.timeline_max_mb >= 0, "--timeline_max_mb must be >= 0, got ",
                    options_.timeline_max_mb);
-  for (const std::string& dir : {flight_dir(), metrics_dir(), timeline_dir()}) RemoveAll(dir);
-  MakeDirs(flight_dir());
-  MakeDirs(metrics_dir());
+  // A planted link at --log_dir or in it never redirects what is written
+  // or removed (safe_file.h).
+  const SafeDir log_dir = SafeDir::Create(log_dir_, "--log_dir");
+  for (const char* sub : {"flight", "metrics", "timeline"}) log_dir.RemoveTree(sub);
+  log_dir.Subdir("flight", /*create=*/true);
+  log_dir.Subdir("metrics", /*create=*/true);
   if (!options_.dashboard.empty() || options_.metrics_port >= 0) {
     const auto [host, port] = options_.dashboard.empty()
                                   ? std::make_pair(std::string("0.0.0.0"), options_.metrics_port)
@@ -212,7 +216,7 @@ void JobObserver::WriteStatus(const std::vector<ProcessView>& views) {
                                  {"stall_timeout_s", options_.stall_timeout.count() / 1000.0},
                                  {"processes", std::move(processes)}};
   try {
-    WriteFileAtomic(log_dir_ + "/job_status.json", status.dump(1) + "\n");
+    SafeDir::Open(log_dir_, "--log_dir").WriteAtomic("job_status.json", status.dump(1) + "\n");
   } catch (const Error& e) {
     log::Warn("cannot write the job status: {}", e.what());
   }

@@ -44,16 +44,18 @@ void PsClient::Barrier() {
 
 // Save or Load (`method` on the async stub) of every server's tables in `dir`.
 template <typename Method>
-void TableIo(PsClient::Impl& impl, const char* name, const std::string& dir, Method method) {
+void TableIo(PsClient::Impl& impl, const char* name, const std::string& dir, Method method,
+             bool parent_must_exist = false) {
   rpc::PathRequest req;
   req.set_dir(dir);
+  req.set_parent_must_exist(parent_must_exist);
   std::vector<rpc::Ack> acks;
   impl.fanout.Run(name, SameCallEverywhere(static_cast<int>(impl.endpoints.size()), &req, &acks, method),
                   impl.options.table_io_timeout);
 }
 
-void PsClient::Save(const std::string& dir) {
-  TableIo(*impl_, "Save", dir, [](auto* a, auto... args) { a->Save(args...); });
+void PsClient::Save(const std::string& dir, bool parent_must_exist) {
+  TableIo(*impl_, "Save", dir, [](auto* a, auto... args) { a->Save(args...); }, parent_must_exist);
 }
 
 void PsClient::Load(const std::string& dir) {

@@ -66,6 +66,23 @@ std::string PsServer::State::ConfinedPath(const std::string& requested) const {
   return resolved.string();
 }
 
+SafeDir PsServer::State::ConfinedDir(const std::string& requested, bool create,
+                                     bool create_parents) const {
+  namespace fs = std::filesystem;
+  const fs::path rel = fs::path(ConfinedPath(requested)).lexically_relative(options.model_root);
+  std::vector<std::string> parts;
+  for (const auto& part : rel) {
+    if (part != "." && !part.empty()) parts.push_back(part.string());
+  }
+  SafeDir dir = SafeDir::Open(options.model_root, StrCat("parameter server ", options.server_index,
+                                                         "'s model directory"));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    dir = dir.Subdir(parts[i], create && (last || create_parents));
+  }
+  return dir;
+}
+
 PsServer::State::~State() { UnwatchTables(this); }
 
 // A sync round: a barrier at which gradients are pending somewhere. Other
@@ -100,14 +117,15 @@ void PsServer::State::RequestStop() {
   cv.notify_all();
 }
 
-void PsServer::State::Save(const std::string& dir) const {
+void PsServer::State::Save(const std::string& dir, const std::string& shown) const {
   MakeDirs(dir);
   const int i = options.server_index, n = options.num_servers;
   for (const auto& [name, table] : dense) {
     WriteTableFile(TableFileName(dir, name, i, n), TableKind::kDense, table->Serialize());
   }
   for (const auto& [name, table] : sparse) table->SaveTo(TableFileName(dir, name, i, n));
-  log::Info("parameter server {}: saved {} tables to {}", i, dense.size() + sparse.size(), dir);
+  log::Info("parameter server {}: saved {} tables to {}", i, dense.size() + sparse.size(),
+            shown.empty() ? dir : shown);
 }
 
 namespace {
@@ -124,7 +142,7 @@ std::vector<std::string> ReadSavedSet(const std::string& dir, const std::string&
 // Tables saved by this many servers load this server's file; saved by
 // another number, every server's file is read and re-cut: dense blocks by
 // the new slicing, sparse rows by the slicer.
-void PsServer::State::Load(const std::string& dir) {
+void PsServer::State::Load(const std::string& dir, const std::string& shown) {
   const int i = options.server_index, n = options.num_servers;
   for (const auto& [name, table] : dense) {
     const std::string path = TableFileName(dir, name, i, n);
@@ -145,7 +163,8 @@ void PsServer::State::Load(const std::string& dir) {
                            StrCat("table '", name, "' in '", dir, "'"));
     }
   }
-  log::Info("parameter server {}: loaded {} tables from {}", i, dense.size() + sparse.size(), dir);
+  log::Info("parameter server {}: loaded {} tables from {}", i, dense.size() + sparse.size(),
+            shown.empty() ? dir : shown);
 }
 
 std::pair<int64_t, int64_t> PsServer::State::Shrink() {

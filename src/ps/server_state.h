@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "flotilla/common/safe_file.h"
 #include "flotilla/ps/server.h"
 #include "ps/request_dedup.h"
 #include "ps/trainer_barrier.h"
@@ -27,13 +28,21 @@ struct PsServer::State {
   DenseTable& Dense(const std::string& name);
   SparseTable& Sparse(const std::string& name);
   void RequestStop();
-  void Save(const std::string& dir) const;
-  void Load(const std::string& dir);
+  // `shown` names the directory in logs (default: `dir`).
+  void Save(const std::string& dir, const std::string& shown = "") const;
+  void Load(const std::string& dir, const std::string& shown = "");
   // Shrinks every sparse table: (rows dropped, rows left).
   std::pair<int64_t, int64_t> Shrink();
   // A directory named by a trainer's request, resolved under the model
   // root; throws InvalidArgument naming it when it would leave the root.
   std::string ConfinedPath(const std::string& requested) const;
+  // ConfinedPath's directory, opened from the model root one component at a
+  // time with O_NOFOLLOW: a symbolic link inside the root (or the root
+  // itself being one) is refused with InvalidArgument naming it, so a link
+  // cannot lead a Save or Load out of the root. Missing components are
+  // created when `create` (the parents only when `create_parents`);
+  // NotFound names the first missing one otherwise.
+  SafeDir ConfinedDir(const std::string& requested, bool create, bool create_parents) const;
 
   PsServerOptions options;
   std::string wire_token;  // WireToken(options.token): what requests must carry

@@ -1,6 +1,7 @@
 #include "ps/service.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "flotilla/common/enforce.h"
@@ -48,6 +49,27 @@ grpc::Status PsServiceImpl::Refuse(const std::string& peer) {
                  ": missing or wrong parameter-server token (the job secret: "
                  "FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET must be the servers')")};
 }
+
+namespace {
+
+// Runs `fn` on the path of `dir` through its descriptor (SafeDir::ProcPath):
+// nothing under it is reached through a link swapped in after the check.
+// Errors name the directory as the trainer asked for it.
+template <typename Fn>
+void OnConfinedDir(const SafeDir& dir, Fn&& fn) {
+  try {
+    fn(dir.ProcPath());
+  } catch (const Error& e) {
+    std::string text = std::string(e.what()).substr(std::strlen(ErrorCodeName(e.code())) + 2);
+    for (size_t at = text.find(dir.ProcPath()); at != std::string::npos;
+         at = text.find(dir.ProcPath(), at + dir.path().size())) {
+      text.replace(at, dir.ProcPath().size(), dir.path());
+    }
+    throw Error(e.code(), text);
+  }
+}
+
+}  // namespace
 
 template <typename Context, typename Fn>
 grpc::Status PsServiceImpl::Guarded(Context* ctx, Fn&& fn) {
@@ -250,11 +272,18 @@ grpc::Status PsServiceImpl::Barrier(grpc::ServerContext* ctx, const rpc::Barrier
 }
 
 grpc::Status PsServiceImpl::Save(grpc::ServerContext* ctx, const rpc::PathRequest* req, rpc::Ack*) {
-  return Guarded(ctx, [&] { state_->Save(state_->ConfinedPath(req->dir())); });
+  return Guarded(ctx, [&] {
+    const bool create_parents = !req->parent_must_exist();
+    const SafeDir dir = state_->ConfinedDir(req->dir(), /*create=*/true, create_parents);
+    OnConfinedDir(dir, [&](const std::string& path) { state_->Save(path, dir.path()); });
+  });
 }
 
 grpc::Status PsServiceImpl::Load(grpc::ServerContext* ctx, const rpc::PathRequest* req, rpc::Ack*) {
-  return Guarded(ctx, [&] { state_->Load(state_->ConfinedPath(req->dir())); });
+  return Guarded(ctx, [&] {
+    const SafeDir dir = state_->ConfinedDir(req->dir(), /*create=*/false, /*create_parents=*/false);
+    OnConfinedDir(dir, [&](const std::string& path) { state_->Load(path, dir.path()); });
+  });
 }
 
 grpc::Status PsServiceImpl::Shrink(grpc::ServerContext* ctx, const rpc::TrainerRequest*,

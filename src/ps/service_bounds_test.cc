@@ -89,6 +89,51 @@ TEST(PsServiceBounds, SaveAndLoadPathsStayInTheModelDirectory) {
   EXPECT_EQ(stub->Load(&ctx, req, &ack).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// Issue 32, finding 7: the confinement checked only the path's text; a
+// symbolic link inside the model root let a Save write outside it.
+TEST(PsServiceBounds, ALinkInsideTheModelDirectoryCannotLeadASaveOut) {
+  ScopedTempDir root, elsewhere;
+  ::setenv("FLOTILLA_PS_MODEL_DIR", root.path().c_str(), 1);
+  auto server = StartServer();
+  ::unsetenv("FLOTILLA_PS_MODEL_DIR");
+  auto stub = Stub(*server);
+  fs::create_directory_symlink(elsewhere.path(), root.path() + "/link");
+  for (const std::string& dir : {std::string("link"), std::string("link/ckpt"),
+                                 root.path() + "/link/deeper/ckpt"}) {
+    grpc::Status s = SaveRpc(*stub, dir);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << dir << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find("link' is refused: it is a symbolic link"), std::string::npos)
+        << s.error_message();
+  }
+  EXPECT_TRUE(fs::is_empty(elsewhere.path())) << "a Save wrote through the link";
+  grpc::ClientContext ctx;
+  rpc::PathRequest req;
+  req.set_dir("link");
+  rpc::Ack ack;
+  EXPECT_EQ(stub->Load(&ctx, req, &ack).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// A checkpoint's tables go into its temporary directory, which a failed
+// save removes: a server saving late must not recreate it.
+TEST(PsServiceBounds, ASaveIntoAMissingParentCreatesNothingWhenAskedNotTo) {
+  ScopedTempDir root;
+  ::setenv("FLOTILLA_PS_MODEL_DIR", root.path().c_str(), 1);
+  auto server = StartServer();
+  ::unsetenv("FLOTILLA_PS_MODEL_DIR");
+  auto stub = Stub(*server);
+  grpc::ClientContext ctx;
+  rpc::PathRequest req;
+  req.set_dir("step-40.tmp.0a1b/ps_tables");
+  req.set_parent_must_exist(true);
+  rpc::Ack ack;
+  EXPECT_FALSE(stub->Save(&ctx, req, &ack).ok());
+  EXPECT_TRUE(fs::is_empty(root.path()));
+  fs::create_directory(root.path() + "/step-40.tmp.0a1b");
+  grpc::ClientContext again;
+  EXPECT_TRUE(stub->Save(&again, req, &ack).ok());
+  EXPECT_TRUE(fs::exists(root.path() + "/step-40.tmp.0a1b/ps_tables/w.server0-of-1.tbl"));
+}
+
 TEST(PsServiceBounds, OversizedRequestsAreRefusedBeforeAnyHandler) {
   auto server = StartServer();
   auto stub = Stub(*server);

@@ -1,5 +1,8 @@
 #include "trace/metrics_snapshot.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <string_view>
 #include <nlohmann/json.hpp>
@@ -111,11 +114,12 @@ void WriteMetricsSnapshot() {
     made = true;
   }
   const std::string path = dir + "/" + Self().file_stem() + ".jsonl";
-  if (std::FILE* f = std::fopen(path.c_str(), "a")) {
-    const std::string line = MetricsSnapshotLine() + "\n";
-    std::fwrite(line.data(), 1, line.size(), f);
-    std::fclose(f);
-  }
+  // O_NOFOLLOW: never appended through a link planted at the file's name.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const std::string line = MetricsSnapshotLine() + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());  // a full disk drops the line
+  ::close(fd);
 }
 
 }  // namespace flotilla::trace

@@ -1,5 +1,9 @@
 #include "trace/timeline_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
@@ -89,9 +93,12 @@ std::string TimelineWriter::SegmentPath(int k) const {
 }
 
 void TimelineWriter::OpenFile(const std::string& path) {
-  file_ = std::fopen(path.c_str(), "w");
+  // O_NOFOLLOW: a link planted at the timeline's name is refused.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  file_ = fd >= 0 ? ::fdopen(fd, "w") : nullptr;
+  if (file_ == nullptr && fd >= 0) ::close(fd);
   FLOTILLA_CHECK(file_ != nullptr, Unavailable, "cannot write the timeline file ", path, ": ",
-                 std::strerror(errno));
+                 errno == ELOOP ? "it is a symbolic link" : std::strerror(errno));
   file_bytes_ = 0;
   first_line_ = true;
   names_written_.clear();

@@ -2,7 +2,7 @@
 // files a manifest names (ReadTensors: sizes, checksums, shapes), and the
 // step directories and STATE.json of a CheckpointManager.
 //
-// Input: a mode byte, then by mode (mod 4):
+// Input: a mode byte, then by mode (mod 5):
 //   0  a MANIFEST as is;
 //   1  a MANIFEST without its checksum line (the target appends it); one
 //      that parses must format back to the same entries;
@@ -10,9 +10,16 @@
 //      bytes written as every file it names; its variables are read;
 //   3  two stray directory names (u16-length strings), then a STATE.json
 //      for step-7 of a checkpoint root; the root's steps are listed and the
-//      latest is loaded.
+//      latest is loaded;
+//   4  as 3, but a STATE.json that parses as a JSON object is sealed as a
+//      save seals it (its MANIFEST's CRC32C and its own CRC32C added), so
+//      the fields behind the checksum are reached.
+// Every MANIFEST format is reached: the header line is part of the input
+// ("flotilla-checkpoint 2", or 1 as older releases wrote).
 #include <cstdio>
 #include <cstdlib>
+
+#include <nlohmann/json.hpp>
 
 #include "flotilla/common/checksum.h"
 #include "flotilla/common/error.h"
@@ -76,7 +83,19 @@ bool Plain(const std::string& name) {
          name.find_first_of(std::string("/\0", 2)) == std::string::npos;
 }
 
-void LoadLatest(FuzzInput& in) {
+// `state` with "manifest_crc32c" and "crc32c" as CheckpointManager::Save
+// writes them; as it is when it is not a JSON object.
+std::string Sealed(const std::string& state, const std::string& manifest) {
+  auto j = nlohmann::json::parse(state, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return state;
+  j["manifest_crc32c"] = io::internal::Hex32(Crc32c(manifest.data(), manifest.size()));
+  j.erase("crc32c");
+  const std::string body = j.dump();
+  j["crc32c"] = io::internal::Hex32(Crc32c(body.data(), body.size()));
+  return j.dump(1);
+}
+
+void LoadLatest(FuzzInput& in, bool seal) {
   const std::string root = FreshDir("root");
   for (int i = 0; i < 2; ++i) {
     const std::string stray = in.Str(64);
@@ -84,10 +103,12 @@ void LoadLatest(FuzzInput& in) {
   }
   const std::string step = root + "/step-7";
   MakeDirs(step);
-  WriteFileAtomic(step + "/" + io::internal::kManifestName, io::internal::FormatManifest({}));
-  WriteFileAtomic(step + "/STATE.json", in.Rest());
+  const std::string manifest = io::internal::FormatManifest({});
+  WriteFileAtomic(step + "/" + io::internal::kManifestName, manifest);
+  WriteFileAtomic(step + "/STATE.json", seal ? Sealed(in.Rest(), manifest) : in.Rest());
   io::CheckpointManager manager(root);
   (void)manager.Steps();
+  (void)manager.Verify(7);
   if (!manager.LatestStep()) return;
   Program program;
   Scope scope;
@@ -101,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace flotilla::fuzz;
   FuzzInput in(data, size);
   try {
-    switch (in.U8() % 4) {
+    switch (in.U8() % 5) {
       case 0: (void)flotilla::io::internal::ParseManifest(in.Rest(), "fuzz MANIFEST"); break;
       case 1: ParseRoundTrip(WithChecksumLine(in.Rest())); break;
       case 2: {
@@ -109,7 +130,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ReadCheckpoint(manifest, in.Rest());
         break;
       }
-      default: LoadLatest(in); break;
+      case 3: LoadLatest(in, /*seal=*/false); break;
+      default: LoadLatest(in, /*seal=*/true); break;
     }
   } catch (const flotilla::Error&) {
     // refused with a named error

@@ -217,6 +217,10 @@ Seeds CheckpointSeeds() {
       "{\n \"extra\": \"{\\\"lr\\\": 0.1}\",\n \"reader\": {\n  \"batches\": 12,\n  \"pass\": 1\n },\n"
       " \"rng_seed\": 7,\n \"step\": 7\n}\n";
   s["root"] = FuzzWriter().U8(3).Str("step-3.tmp.77").Str("step-99999999999999999999").Bytes(state).data();
+  s["root-sealed"] = FuzzWriter().U8(4).Str("step-3.tmp.0a1b2c3d4e5f6789").Str("notes").Bytes(state).data();
+  // A MANIFEST as releases before format 2 wrote it (whole-file CRCs).
+  std::string v1 = "flotilla-checkpoint 1\n" + body.substr(body.find('\n') + 1);
+  s["manifest-format1-body"] = std::string(1, '\1') + v1;
   return s;
 }
 

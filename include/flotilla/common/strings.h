@@ -14,6 +14,8 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 std::string Trim(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
+// Two lowercase hex digits per byte.
+std::string HexEncode(std::string_view bytes);
 // Parses a whole string as an integer; throws InvalidArgument naming `what`.
 int64_t ParseInt(std::string_view s, std::string_view what);
 // The one parser for ports, counts and sizes from flags and environment

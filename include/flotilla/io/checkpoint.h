@@ -2,12 +2,17 @@
 //
 // Layout of a checkpoint directory:
 //   MANIFEST          text; one line per tensor: name, dtype, dims, file,
-//                     byte size and CRC32C of that file; a last line holding
-//                     the CRC32C of the lines above (docs/io.md)
+//                     byte size and CRC32C of that file's content; a last
+//                     line holding the CRC32C of the lines above (docs/io.md)
 //   <file> ...        one tensor file per variable (SaveTensor format)
-// A save writes everything into "<dir>.tmp.<pid>" and renames it over `dir`
-// at the end, so a crash or failure leaves either the old checkpoint or the
-// new one, never a mixture; a failed save removes its temporary directory.
+//   .flotilla-checkpoint  marks the directory as Flotilla's own
+// A save writes everything into "<dir>.tmp.<pid>.<random>" and renames it over
+// `dir` at the end, so a crash or failure leaves either the old checkpoint
+// or the new one, never a mixture; a failed save removes its temporary
+// directory. The parent of `dir` must not be a symbolic link nor writable by
+// others without the sticky bit (InvalidArgument saying why).
+// A tensor file copied in from another checkpoint fails its MANIFEST entry
+// (Corruption naming the file).
 //
 // Failures: a variable missing from the scope (or without data) on save →
 // NotFound naming it; a tensor file or manifest that is truncated or fails
@@ -60,7 +65,10 @@ struct ManifestEntry {
   Dims dims;
   std::string file;  // relative to the checkpoint directory
   uint64_t bytes = 0;
-  uint32_t crc32c = 0;
+  uint32_t crc32c = 0;  // of the file's content before its CRC trailer
+  // A MANIFEST of format 1 (older releases): crc32c covers the whole file,
+  // trailer included, and so binds nothing beyond the file's own check.
+  bool whole_file_crc = false;
 };
 // Parses dir/MANIFEST. NotFound when absent; Corruption when damaged.
 std::vector<ManifestEntry> ReadManifest(const std::string& dir);

@@ -147,8 +147,12 @@ class PsClient {
   // server. In sync mode the servers apply the step's averaged gradients
   // before releasing, so a pull after Barrier() sees the new values.
   void Barrier();
-  // Every server saves / loads its tables under dir (a path on the servers).
-  void Save(const std::string& dir);
+  // Every server saves / loads its tables under dir (a path on the servers,
+  // under their model root; no symbolic link on the way is followed).
+  // With `parent_must_exist`, the servers create `dir` itself only: a
+  // server still saving after its parent was removed (a failed checkpoint
+  // save removes its temporary directory) fails instead of recreating it.
+  void Save(const std::string& dir, bool parent_must_exist = false);
   void Load(const std::string& dir);
   // Ends a pass on every server's sparse tables (SparseTable::Shrink);
   // returns the rows dropped over all servers.

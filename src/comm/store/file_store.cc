@@ -35,7 +35,7 @@ class DirLock {
  public:
   explicit DirLock(const std::string& dir) {
     std::string path = dir + "/.lock";
-    fd_ = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    fd_ = ::open(path.c_str(), O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0644);  // never through a link
     FLOTILLA_CHECK(fd_ >= 0, Unavailable, "FileStore cannot open lock file ", path);
     while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
     }
