@@ -240,7 +240,7 @@ void PsServer::Start() {
             : state_->options.tls.ca.empty() ? " (TLS)" : " (mutual TLS)");
   trace::InitProcess();
   WatchTables(state_.get());
-  trace::ServeMetrics(/*always=*/true);
+  trace::ServeMetrics();  // when FLOTILLA_METRICS_PORT asks for it
 }
 
 int PsServer::port() const { return state_->port; }
