@@ -18,6 +18,7 @@
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/loopback.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/launch/dashboard.h"
 #include "flotilla/launch/launcher.h"
@@ -101,7 +102,7 @@ void JobObserver::StartHttp() {
   const auto [host, port] = options_.dashboard.empty()
                                 ? std::make_pair(options_.metrics_host, options_.metrics_port)
                                 : ParseAddress(options_.dashboard, "--dashboard");
-  FLOTILLA_ENFORCE(trace::IsLoopbackHost(host) || !JobTlsFiles(options_).enabled(),
+  FLOTILLA_ENFORCE(IsLoopbackHost(host) || !JobTlsFiles(options_).enabled(),
                    options_.dashboard.empty() ? "--metrics_host " : "--dashboard ", host,
                    " is off loopback and the job has TLS (--tls_*), but the launcher's HTTP is "
                    "plaintext: keep it on loopback (reach it through a tunnel or sidecar)");

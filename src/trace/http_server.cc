@@ -21,6 +21,7 @@
 #include "flotilla/common/env.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/loopback.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/common/tls_files.h"
 #include "flotilla/trace/metrics.h"
@@ -227,12 +228,6 @@ int Listen(const std::string& host, int port) {
 }
 
 }  // namespace
-
-bool IsLoopbackHost(const std::string& host) {
-  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
-  in_addr a{};
-  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
 
 struct HttpServer::Impl {
   HttpServerOptions options;

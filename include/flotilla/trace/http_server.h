@@ -94,9 +94,6 @@ class HttpServer {
   std::string bound_host_;
 };
 
-// True for 127.0.0.0/8, ::1 and "localhost".
-bool IsLoopbackHost(const std::string& host);
-
 // Serves this process's /metrics and /healthz (503 naming the call while a
 // collective or parameter-server call is pending past the stall timeout) when
 // FLOTILLA_METRICS_PORT is set (0: a free port), on FLOTILLA_METRICS_HOST
