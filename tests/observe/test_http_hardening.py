@@ -15,11 +15,15 @@ import socket
 import subprocess
 import tempfile
 import time
+import sys
 import urllib.request
 
 import pytest
 
 from jobs import BUILD, FLOTILLA, Job, fetch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "fault"))
+import fault_proc  # noqa: E402
 
 SLOW_CLIENTS = 10
 IDLE_CLIENTS = 100
@@ -200,46 +204,12 @@ def test_open_dashboard_serves_only_world_readable_logs(shared_log_dir: pathlib.
 
 # Listeners: every LISTEN socket of the launcher and each process it started.
 
-def _address(hex_addr: str) -> str:
-    addr, port = hex_addr.split(":")
-    raw = bytes.fromhex(addr)
-    if len(raw) == 4:
-        host = socket.inet_ntop(socket.AF_INET, raw[::-1])
-    else:
-        host = socket.inet_ntop(socket.AF_INET6,
-                                b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
-    return f"{host}:{int(port, 16)}"
-
-
-def listeners(pid: int) -> list[str]:
-    """host:port of every socket `pid` listens on (TCP, v4 and v6)."""
-    inodes = set()
-    try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if link.startswith("socket:["):
-                inodes.add(link[8:-1])
-        out = []
-        for table in ("tcp", "tcp6"):
-            with open(f"/proc/{pid}/net/{table}") as f:
-                for line in f.readlines()[1:]:
-                    cols = line.split()
-                    if cols[3] == "0A" and cols[9] in inodes:
-                        out.append(_address(cols[1]))
-    except FileNotFoundError:
-        return []
-    return sorted(out)
-
-
 def is_loopback(address: str) -> bool:
     host = address.rsplit(":", 1)[0].removeprefix("::ffff:")  # v4-mapped on a v6 socket
     return host.startswith("127.") or host == "::1"
 
 
-def job_listeners(job: Job, expected: int, min_steps: int = 5) -> dict:
+def job_listeners(job: Job, expected: int) -> dict:
     """{label: [host:port]} once `expected` processes serve /metrics and
     training went on; the launcher as "launcher"."""
     def ready():
@@ -249,9 +219,9 @@ def job_listeners(job: Job, expected: int, min_steps: int = 5) -> dict:
             p["state"] == "running" for p in procs)
     job.wait_for(f"{expected} processes serving /metrics", ready, 120)
     time.sleep(1)  # a moment for every server (gloo pairs, heter service) to listen
-    found = {"launcher": listeners(job.proc.pid)}
+    found = {"launcher": fault_proc.listening_addresses_of(job.proc.pid)}
     for p in job.processes():
-        found[p["label"]] = listeners(p["pid"])
+        found[p["label"]] = fault_proc.listening_addresses_of(p["pid"])
     assert job.proc.poll() is None and all(p["state"] == "running" for p in job.processes()), \
         "the job ended while its listeners were listed: make it train longer"
     return found
