@@ -53,8 +53,8 @@ struct HttpServerOptions {
   int port = 0;                    // 0: any free port
   std::chrono::milliseconds request_timeout{5000};
   std::chrono::milliseconds write_timeout{10000};
-  size_t max_connections = 512;
-  size_t max_request_bytes = 16 * 1024;  // request line, headers and body
+  size_t max_connections = 2048;
+  size_t max_request_bytes = 8 * 1024;  // request line, headers and body
   int workers = 4;
   size_t max_queued = 64;
 };
