@@ -121,6 +121,7 @@ Parsed ParseRequest(const std::string& in, size_t max_bytes) {
     if (in.size() > max_bytes) p = {Parsed::kError, 431, false, {}};
     return p;
   }
+  if (end + 4 > max_bytes) return {Parsed::kError, 431, false, {}};
   std::vector<std::string_view> lines;
   for (size_t at = 0; at < end;) {
     const size_t eol = in.find("\r\n", at);
