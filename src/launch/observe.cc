@@ -102,11 +102,9 @@ void JobObserver::StartHttp() {
   const auto [host, port] = options_.dashboard.empty()
                                 ? std::make_pair(options_.metrics_host, options_.metrics_port)
                                 : ParseAddress(options_.dashboard, "--dashboard");
-  FLOTILLA_ENFORCE(IsLoopbackHost(host) || !JobTlsFiles(options_).enabled(),
-                   options_.dashboard.empty() ? "--metrics_host " : "--dashboard ", host,
-                   " is off loopback and the job has TLS (--tls_*), but the launcher's HTTP is "
-                   "plaintext: keep it on loopback (reach it through a tunnel or sidecar)");
-  http_ = std::make_unique<trace::HttpServer>(host, port);
+  trace::HttpServerOptions http_options{.host = host, .port = port};
+  if (!IsLoopbackHost(host)) http_options.tls = JobTlsFiles(options_);  // HTTPS off this host
+  http_ = std::make_unique<trace::HttpServer>(std::move(http_options));
   http_->SetHealthCheck([this] { return health_.Live(); });
   http_->HandleFast("/readyz", [this](const trace::HttpRequest&) {
     const auto [ready, text] = health_.Ready();

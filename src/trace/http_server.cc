@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -169,6 +171,7 @@ Parsed ParseRequest(const std::string& in, size_t max_bytes) {
 
 struct Conn {
   int fd = -1;
+  SSL* ssl = nullptr;  // owned; null for plain HTTP
   Clock::time_point deadline;
   enum State { kReading, kHandling, kWriting } state = kReading;
   std::string in;
@@ -235,6 +238,7 @@ struct HttpServer::Impl {
   int listen_fd = -1;
   int epoll_fd = -1;
   int wake_fd = -1;
+  SSL_CTX* tls = nullptr;  // owned; null for plain HTTP
   std::vector<std::pair<std::regex, HttpHandler>> routes;  // fixed once started
   std::map<std::string, HttpHandler> fast;                 // fixed once started
   std::mutex health_mu;
@@ -254,7 +258,11 @@ struct HttpServer::Impl {
   std::vector<std::thread> workers;
 
   ~Impl() {
-    for (auto& [id, c] : conns) close(c.fd);
+    for (auto& [id, c] : conns) {
+      SSL_free(c.ssl);
+      close(c.fd);
+    }
+    SSL_CTX_free(tls);
     for (int fd : {listen_fd, epoll_fd, wake_fd}) {
       if (fd >= 0) close(fd);
     }
@@ -275,6 +283,7 @@ struct HttpServer::Impl {
   void CloseConn(uint64_t id) {
     auto it = conns.find(id);
     if (it == conns.end()) return;
+    SSL_free(it->second.ssl);
     close(it->second.fd);  // also leaves the epoll set
     conns.erase(it);
   }
@@ -307,6 +316,14 @@ struct HttpServer::Impl {
       const uint64_t id = next_id++;
       Conn& c = conns[id];
       c.fd = fd;
+      if (tls != nullptr) {
+        c.ssl = SSL_new(tls);
+        if (c.ssl == nullptr || SSL_set_fd(c.ssl, fd) != 1) {
+          CloseConn(id);
+          continue;
+        }
+        SSL_set_accept_state(c.ssl);
+      }
       c.deadline = Clock::now() + options.request_timeout;
       Watch(fd, id, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_ADD);
     }
@@ -331,15 +348,49 @@ struct HttpServer::Impl {
     Write(id);
   }
 
+  // Bytes received (> 0), 0 at the end of the stream, kAgain when none are
+  // there yet, kFailed on an error. Through TLS when the connection has it.
+  static constexpr ssize_t kAgain = -1, kFailed = -2;
+  static ssize_t Receive(Conn& c, char* buf, size_t n) {
+    while (true) {
+      if (c.ssl != nullptr) {
+        const int r = SSL_read(c.ssl, buf, static_cast<int>(n));
+        if (r > 0) return r;
+        const int e = SSL_get_error(c.ssl, r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return kAgain;
+        return e == SSL_ERROR_ZERO_RETURN ? 0 : kFailed;
+      }
+      const ssize_t r = recv(c.fd, buf, n, 0);
+      if (r >= 0) return r;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? kAgain : kFailed;
+    }
+  }
+
+  static ssize_t SendSome(Conn& c, const char* data, size_t n) {
+    while (true) {
+      if (c.ssl != nullptr) {
+        const int r = SSL_write(c.ssl, data, static_cast<int>(n));
+        if (r > 0) return r;
+        const int e = SSL_get_error(c.ssl, r);
+        return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? kAgain : kFailed;
+      }
+      const ssize_t r = send(c.fd, data, n, MSG_NOSIGNAL);
+      if (r > 0) return r;
+      if (r < 0 && errno == EINTR) continue;
+      return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? kAgain : kFailed;
+    }
+  }
+
   void Write(uint64_t id) {
     Conn& c = conns.at(id);
     while (c.sent < c.out.size()) {
-      const ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return CloseConn(id);
+      const ssize_t n = SendSome(c, c.out.data() + c.sent, c.out.size() - c.sent);
+      if (n == kAgain) return;
+      if (n < 0) return CloseConn(id);
       c.sent += static_cast<size_t>(n);
     }
+    if (c.ssl != nullptr) SSL_shutdown(c.ssl);  // close_notify; not waited for
     char sink[4096];  // unread bytes at close() would turn the FIN into a reset
     while (recv(c.fd, sink, sizeof sink, 0) > 0) {
     }
@@ -357,9 +408,8 @@ struct HttpServer::Impl {
     char buf[4096];
     bool ended = false;  // the client sent all it will (it may still read)
     while (true) {
-      const ssize_t n = recv(c.fd, buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      const ssize_t n = Receive(c, buf, sizeof buf);
+      if (n == kAgain) break;
       if (n < 0) return CloseConn(id);
       if (n == 0) {
         ended = true;
@@ -501,6 +551,32 @@ struct HttpServer::Impl {
   }
 };
 
+std::string SslError() {
+  char buf[256] = "unknown TLS error";
+  if (const unsigned long e = ERR_get_error()) ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
+
+// The server side of TLS: the job's certificate and key, TLS 1.2 or later.
+SSL_CTX* MakeTlsContext(const TlsFiles& tls) {
+  FLOTILLA_CHECK(!tls.cert.empty() && !tls.key.empty(), InvalidArgument,
+                 "serving HTTPS needs a certificate and its key (FLOTILLA_TLS_CERT and "
+                 "FLOTILLA_TLS_KEY, or --tls_cert and --tls_key)");
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  FLOTILLA_CHECK(ctx != nullptr, Unavailable, "cannot serve HTTPS: ", SslError());
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, tls.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(ctx) != 1) {
+    const std::string why = SslError();
+    SSL_CTX_free(ctx);
+    FLOTILLA_THROW(InvalidArgument, "cannot serve HTTPS with ", tls.cert, " and ", tls.key, ": ",
+                   why);
+  }
+  return ctx;
+}
+
 HttpServer::HttpServer(const std::string& host, int port)
     : HttpServer(HttpServerOptions{.host = host, .port = port}) {}
 
@@ -510,6 +586,7 @@ HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>
   FLOTILLA_ENFORCE(options.workers >= 1 && options.max_connections >= 1,
                    "an HTTP server needs a worker and a connection");
   impl_->options = std::move(options);
+  if (impl_->options.tls.enabled()) impl_->tls = MakeTlsContext(impl_->options.tls);
   const std::string host = impl_->options.host;
   impl_->listen_fd = Listen(host.size() > 2 && host.front() == '[' ? host.substr(1, host.size() - 2)
                                                                    : host,
@@ -538,7 +615,8 @@ HttpServer::~HttpServer() {
 
 std::string HttpServer::url() const {
   const bool v6 = bound_host_.find(':') != std::string::npos;
-  return StrCat("http://", v6 ? "[" : "", bound_host_, v6 ? "]" : "", ":", port_);
+  return StrCat(impl_->tls != nullptr ? "https://" : "http://", v6 ? "[" : "", bound_host_,
+                v6 ? "]" : "", ":", port_);
 }
 
 void HttpServer::Handle(const std::string& pattern, HttpHandler handler) {
@@ -575,12 +653,10 @@ int ServeMetrics() {
   if (port < 0) return 0;
   const std::string host = env::GetOr("FLOTILLA_METRICS_HOST", "127.0.0.1");
   try {
-    FLOTILLA_CHECK(IsLoopbackHost(host) || !TlsFilesFromEnv().enabled(), InvalidArgument,
-                   "FLOTILLA_METRICS_HOST=", host,
-                   " is off loopback and the job uses TLS, but /metrics is plaintext HTTP: "
-                   "serve it on loopback (scrape it through a sidecar) or run without --tls_*");
     FLOTILLA_ENFORCE(port <= 65535, "FLOTILLA_METRICS_PORT=", port, " is outside [0, 65535]");
-    server = std::make_unique<HttpServer>(host, static_cast<int>(port));
+    HttpServerOptions options{.host = host, .port = static_cast<int>(port)};
+    if (!IsLoopbackHost(host)) options.tls = TlsFilesFromEnv();  // off this host: the job's TLS
+    server = std::make_unique<HttpServer>(std::move(options));
     server->SetHealthCheck([] {  // 503 while a call is stalled (a liveness probe's answer)
       const std::string stalled = StalledRecord();
       return stalled.empty() ? std::make_pair(true, std::string("ok"))
@@ -595,7 +671,9 @@ int ServeMetrics() {
   // What a scraper dials: the bound address, or this host's when bound to all.
   const bool any = server->bound_host() == "0.0.0.0" || server->bound_host() == "::";
   const std::string reach =
-      any ? StrCat("http://", Self().host, ":", server->port()) : server->url();
+      any ? StrCat(server->url().substr(0, server->url().find("://") + 3), Self().host, ":",
+                   server->port())
+          : server->url();
   if (!dir.empty()) {
     try {
       MakeDirs(dir);

@@ -12,6 +12,7 @@ import pathlib
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -250,3 +251,49 @@ def test_every_listener_of_a_job_is_on_loopback(tmp_path: pathlib.Path, kind: st
                for label, addresses in found.items()}
     assert not any(exposed.values()), f"{kind} job listens off loopback: {exposed}"
     assert all(found.values()), f"a process listens nowhere (not serving /metrics?): {found}"
+
+
+def make_pki(d: pathlib.Path) -> dict:
+    """A CA and a certificate it signed for 127.0.0.1 (as tests/tls_test.cc makes)."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run = lambda *a: subprocess.run(["openssl", *a], cwd=d, check=True, capture_output=True)
+    run("req", "-x509", *ec, "-days", "1", "-subj", "/CN=test CA", "-keyout", "ca.key",
+        "-out", "ca.pem")
+    run("req", *ec, "-subj", "/CN=localhost", "-keyout", "node.key", "-out", "node.csr")
+    (d / "node.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                                "extendedKeyUsage=serverAuth,clientAuth\n"
+                                "basicConstraints=CA:FALSE\n")
+    run("x509", "-req", "-days", "1", "-in", "node.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-extfile", "node.ext", "-out", "node.pem")
+    return {"ca": d / "ca.pem", "cert": d / "node.pem", "key": d / "node.key"}
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/openssl"), reason="no /usr/bin/openssl")
+def test_metrics_off_loopback_in_a_tls_job_are_https(tmp_path: pathlib.Path) -> None:
+    pki = make_pki(tmp_path)
+    job = Job(tmp_path, ["--metrics_port", "0", "--metrics_host", "0.0.0.0",
+                         "--tls_cert", str(pki["cert"]), "--tls_key", str(pki["key"]),
+                         "--tls_ca", str(pki["ca"]), "--devices", "0,1"],
+              [str(BUILD / "bin" / "train_with_fleet"), "--steps", "100000", "--hidden", "64"])
+    try:
+        port = int(job.wait_for("the launcher's metrics address", lambda: (
+            m := re.search(r"metrics on https://0\.0\.0\.0:(\d+)/", job.stderr())) and m.group(1)))
+        url_file = job.log / "metrics" / "rank0.url"
+        rank0 = job.wait_for("rank 0's metrics address",
+                             lambda: url_file.exists() and url_file.read_text().strip())
+        context = ssl.create_default_context(cafile=str(pki["ca"]))
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", context=context,
+                                    timeout=10) as r:
+            launcher = (r.status, r.read().decode().strip())
+        plain, _ = probe("127.0.0.1", port)
+        rank0_port = int(rank0.rsplit(":", 1)[1])
+        with urllib.request.urlopen(f"https://127.0.0.1:{rank0_port}/metrics", context=context,
+                                    timeout=10) as r:
+            rank = r.status
+        print(json.dumps({"launcher_https_healthz": launcher, "launcher_plain_http": plain,
+                          "rank0_url": rank0, "rank0_https_metrics": rank}))
+        assert launcher == (200, "ok")
+        assert not plain.startswith("HTTP/1.1 200"), plain
+        assert rank0.startswith("https://") and rank == 200
+    finally:
+        job.stop()

@@ -166,7 +166,7 @@ void AddObservabilityOptions(CLI::App& c, launch::LaunchOptions& o) {
       ->group(g);
   c.add_option("--metrics_host", o.metrics_host, "address /metrics listens on, the launcher's "
                "and every process's (0.0.0.0: every interface, for a scraper on another host; "
-               "refused with --tls_*, as /metrics is plaintext)")
+               "off loopback, a job with --tls_* serves HTTPS)")
       ->capture_default_str()->group(g);
   c.add_option("--stall_timeout", g_durations.stall_timeout, "seconds a collective or "
                "parameter-server call may stay pending before the job counts as hung: every "

@@ -80,7 +80,7 @@ struct LaunchOptions {
   bool dashboard_open = false;      // state and world-readable logs without the token
   int metrics_port = -1;            // the launcher's own /metrics; -1 = none
   // Where the launcher's and every process's /metrics listen (--metrics_host);
-  // off loopback only when asked, and refused when the job has TLS.
+  // off loopback only when asked, and then HTTPS when the job has TLS.
   std::string metrics_host = "127.0.0.1";
   std::chrono::milliseconds stall_timeout{0};  // stop a job stalled this long; 0 = never
   std::string log_level;            // every process's log level ("" = inherited)

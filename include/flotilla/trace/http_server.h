@@ -7,7 +7,8 @@
 //   http.Handle("/api/state", fn);                         // before Start()
 //   http.Start();                                          // serves on its own threads
 //
-// A shared host is a hostile host, so a client gets a bounded share:
+// Off loopback a job with TLS serves HTTPS (options.tls). A shared host is a
+// hostile host, so a client gets a bounded share:
 //  - one event-loop thread reads every request without blocking: a request
 //    (line, headers, body) not complete within request_timeout of its
 //    connection being accepted is answered 408 and closed, however slowly its
@@ -30,6 +31,8 @@
 #include <memory>
 #include <string>
 #include <utility>
+
+#include "flotilla/common/tls_files.h"
 
 namespace flotilla::trace {
 
@@ -57,6 +60,9 @@ struct HttpServerOptions {
   size_t max_request_bytes = 8 * 1024;  // request line, headers and body
   int workers = 4;
   size_t max_queued = 64;
+  // HTTPS with tls.cert and tls.key (clients are not asked for certificates:
+  // a kubelet's probe presents none). Empty: plain HTTP.
+  TlsFiles tls;
 };
 
 class HttpServer {
@@ -84,7 +90,7 @@ class HttpServer {
   // The address the socket is bound to, as the kernel reports it
   // ("127.0.0.1", "0.0.0.0", "::1").
   const std::string& bound_host() const { return bound_host_; }
-  // "http://HOST:PORT" of the bound socket (an IPv6 host in brackets).
+  // "http[s]://HOST:PORT" of the bound socket (an IPv6 host in brackets).
   std::string url() const;
 
  private:
@@ -97,8 +103,8 @@ class HttpServer {
 // Serves this process's /metrics and /healthz (503 naming the call while a
 // collective or parameter-server call is pending past the stall timeout) when
 // FLOTILLA_METRICS_PORT is set (0: a free port), on FLOTILLA_METRICS_HOST
-// (default 127.0.0.1); otherwise not at all. A host off loopback while the
-// job has TLS (FLOTILLA_TLS_*) is refused (logged): /metrics is plaintext.
+// (default 127.0.0.1); otherwise not at all. Off loopback while the job has
+// TLS (FLOTILLA_TLS_CERT/KEY), it serves HTTPS with the job's certificate.
 // The address goes to FLOTILLA_METRICS_DIR/<label>.url when that is set.
 // Idempotent; returns the port, 0 when not serving. A port that cannot be
 // bound is logged, not thrown: metrics never stop training.
