@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -502,8 +503,8 @@ struct HttpServer::Impl {
     std::vector<epoll_event> events(256);
     auto next_sweep = Clock::now() + kTick;
     while (true) {
-      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-          next_sweep - Clock::now());
+      // Rounded up: a wait rounded down to 0 ms would spin until the sweep.
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_sweep - Clock::now());
       const int n = epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()),
                                std::max<int>(0, static_cast<int>(wait.count())));
       for (int i = 0; i < n; ++i) {
@@ -639,9 +640,15 @@ void HttpServer::Start() {
   impl_->Watch(impl_->listen_fd, kListenTag, EPOLLIN, EPOLL_CTL_ADD);
   impl_->Watch(impl_->wake_fd, kWakeTag, EPOLLIN, EPOLL_CTL_ADD);
   for (int i = 0; i < impl_->options.workers; ++i) {
-    impl_->workers.emplace_back([this] { impl_->Work(); });
+    impl_->workers.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "http worker");  // as top and /proc show it
+      impl_->Work();
+    });
   }
-  impl_->loop = std::thread([this] { impl_->Loop(); });
+  impl_->loop = std::thread([this] {
+    pthread_setname_np(pthread_self(), "http loop");
+    impl_->Loop();
+  });
 }
 
 int ServeMetrics() {
