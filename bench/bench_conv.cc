@@ -39,6 +39,7 @@
 #include "flotilla/framework/op_registry.h"
 #include "flotilla/models/resnet.h"
 #include "framework/ops/conv_kernels.h"
+#include "torch_peer.h"
 
 namespace {
 
@@ -123,7 +124,7 @@ double GemmPeakGflops(int repeats) {
 
 // PyTorch's results, one JSON object per line of torch_conv.py.
 std::vector<nlohmann::json> RunTorch(const Options& o, const std::string& args) {
-  std::string cmd = std::string("/usr/bin/python3 ") + FLOTILLA_SOURCE_DIR + "/bench/baselines/torch_conv.py --threads " +
+  std::string cmd = flotilla::bench::TorchPeerEnv(o.threads) + "/usr/bin/python3 " + FLOTILLA_SOURCE_DIR + "/bench/baselines/torch_conv.py --threads " +
                     std::to_string(o.threads) + " --repeats " + std::to_string(o.repeats) + " " + args;
   std::vector<nlohmann::json> out;
   FILE* p = popen(cmd.c_str(), "r");
@@ -299,7 +300,7 @@ void BenchDataParallel(const Options& o) {
       ours_cpu.push_back(f["rank0_cpu_ms_per_step"].get<double>());
     }
     if (!o.torch) continue;
-    auto t = LastJsonWith("OMP_NUM_THREADS=1 /usr/bin/python3 " + src + "/bench/baselines/torch_ddp.py --model resnet18 "
+    auto t = LastJsonWith(flotilla::bench::TorchPeerEnv(1) + "/usr/bin/python3 " + src + "/bench/baselines/torch_ddp.py --model resnet18 "
                           "--nprocs 2 --batch_size 64 --steps " + steps + " --warmup 2 --lr 0.01 2>/dev/null",
                           "samples_per_sec");
     if (!t.is_null()) {

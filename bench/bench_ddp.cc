@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "torch_peer.h"
+
 namespace {
 
 struct Options {
@@ -105,7 +107,7 @@ std::string FlotillaCommand(const Options& o, int n, bool traced = false) {
 }
 
 std::string TorchCommand(const Options& o, int n) {
-  return "OMP_NUM_THREADS=1 /usr/bin/python3 " + std::string(FLOTILLA_SOURCE_DIR) +
+  return flotilla::bench::TorchPeerEnv(1) + "/usr/bin/python3 " + std::string(FLOTILLA_SOURCE_DIR) +
          "/bench/baselines/torch_ddp.py --nprocs " + std::to_string(n) + " --steps " +
          std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) + " 2>/dev/null";
 }

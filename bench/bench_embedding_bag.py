@@ -7,7 +7,8 @@ so empty sequences occur) is fed to both sides: Flotilla runs
 ``embedding(ids, is_sparse) → sequence_pool(mode) → reduce_sum``, its
 backward (the sparse table gradient) and a zero-rate SGD step (the Python
 API appends backward through an optimizer); PyTorch runs
-``EmbeddingBag(mode, sparse=True)(ids, offsets).sum().backward()``. One thread
+``EmbeddingBag(mode, sparse=True)(ids, offsets).sum().backward()`` (dense
+for max, the only gradient PyTorch has there). One thread
 each, repeats alternating between the sides; each reports its median.
 
     build/bin/bench_embedding_bag [--modes sum,mean,max] [--batch 512] [--mean-len 20]
@@ -32,6 +33,7 @@ import numpy as np  # noqa: E402
 
 import flotilla  # noqa: E402
 from flotilla import fluid  # noqa: E402
+from torch_peer import torch_peer_env  # noqa: E402
 
 POOL = {"sum": "sum", "mean": "average", "max": "max"}
 
@@ -60,12 +62,14 @@ def flotilla_step(mode: str, vocab: int, dim: int, ids: np.ndarray, lengths: lis
 
 
 def torch_step(mode: str, vocab: int, dim: int, ids: np.ndarray, lengths: list) -> Optional[Callable[[], None]]:
+    os.environ.update(torch_peer_env(1))  # before torch loads
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(1)
-    bag = torch.nn.EmbeddingBag(vocab, dim, mode=mode, sparse=True)
+    # PyTorch has no sparse gradient for max: its best configuration there is dense.
+    bag = torch.nn.EmbeddingBag(vocab, dim, mode=mode, sparse=mode != "max")
     t_ids = torch.from_numpy(ids)
     offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype("int64"))
 

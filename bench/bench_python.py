@@ -44,6 +44,7 @@ import numpy as np  # noqa: E402
 import flotilla  # noqa: E402
 from flotilla import fluid  # noqa: E402
 from flotilla.vision import models  # noqa: E402
+from torch_peer import torch_peer_env  # noqa: E402
 
 GOAL = 1.03  # Python may add at most 3% to a step (issue 12's goal for the mlp at batch 64)
 
@@ -176,7 +177,7 @@ class TorchSide:
         self.available = self.run(1) is not None
 
     def run(self, steps: int) -> Optional[Dict[str, float]]:
-        env = dict(os.environ, OMP_NUM_THREADS="1")
+        env = dict(os.environ, **torch_peer_env(1))
         done = subprocess.run([sys.executable, self.SCRIPT, "--steps", str(steps), "--repeats", "1", "--warmup", "3",
                                "--batch_size", str(self.case.batch)], capture_output=True, text=True, env=env)
         if done.returncode != 0:

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
-#include <unordered_map>
+#include <utility>
 
 #include "flotilla/common/enforce.h"
 
@@ -36,14 +37,61 @@ int64_t SelectedRows::row_width() const {
   return value_.numel() / value_.dims()[0];
 }
 
+namespace {
+
+// Sorted unique rows, and for each input row its index among them.
+struct RowSlots {
+  std::vector<int64_t> unique;
+  std::vector<int32_t> slot;
+};
+
+// Rows all in [0, height) with a height not far above their count: a bitmap
+// over the height gives the sorted unique rows without a sort.
+bool FitsBitmap(const std::vector<int64_t>& rows, int64_t height) {
+  if (height <= 0 || height > std::max<int64_t>(int64_t{1} << 20, 16 * static_cast<int64_t>(rows.size()))) {
+    return false;
+  }
+  return std::all_of(rows.begin(), rows.end(), [&](int64_t r) { return r >= 0 && r < height; });
+}
+
+RowSlots SlotsByBitmap(const std::vector<int64_t>& rows, int64_t height) {
+  std::vector<uint64_t> seen(static_cast<size_t>((height + 63) / 64), 0);
+  for (int64_t r : rows) seen[static_cast<size_t>(r >> 6)] |= uint64_t{1} << (r & 63);
+  RowSlots out;
+  std::unique_ptr<int32_t[]> slot_of(new int32_t[static_cast<size_t>(height)]);  // read only where seen
+  for (size_t w = 0; w < seen.size(); ++w) {
+    for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) {
+      int64_t r = static_cast<int64_t>(w * 64) + __builtin_ctzll(bits);
+      slot_of[static_cast<size_t>(r)] = static_cast<int32_t>(out.unique.size());
+      out.unique.push_back(r);
+    }
+  }
+  out.slot.reserve(rows.size());
+  for (int64_t r : rows) out.slot.push_back(slot_of[static_cast<size_t>(r)]);
+  return out;
+}
+
+RowSlots SlotsBySort(const std::vector<int64_t>& rows) {
+  std::vector<std::pair<int64_t, int32_t>> order(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) order[i] = {rows[i], static_cast<int32_t>(i)};
+  std::sort(order.begin(), order.end());
+  RowSlots out;
+  out.slot.resize(rows.size());
+  for (const auto& [row, i] : order) {
+    if (out.unique.empty() || out.unique.back() != row) out.unique.push_back(row);
+    out.slot[static_cast<size_t>(i)] = static_cast<int32_t>(out.unique.size() - 1);
+  }
+  return out;
+}
+
+}  // namespace
+
 SelectedRows SelectedRows::MergeRows() const {
-  std::vector<int64_t> unique = rows_;
-  std::sort(unique.begin(), unique.end());
-  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  std::unordered_map<int64_t, int64_t> index;
-  for (size_t i = 0; i < unique.size(); ++i) index[unique[i]] = static_cast<int64_t>(i);
+  FLOTILLA_ENFORCE(rows_.size() < static_cast<size_t>(INT32_MAX),
+                   "SelectedRows::MergeRows: too many rows: ", rows_.size());
+  RowSlots slots = FitsBitmap(rows_, height_) ? SlotsByBitmap(rows_, height_) : SlotsBySort(rows_);
   Dims dims = value_.dims();
-  dims[0] = static_cast<int64_t>(unique.size());
+  dims[0] = static_cast<int64_t>(slots.unique.size());
   Tensor merged(value_.dtype(), dims);
   merged.SetZero();
   int64_t width = row_width();
@@ -51,12 +99,11 @@ SelectedRows SelectedRows::MergeRows() const {
     const T* src = value_.data<T>();
     T* dst = merged.data<T>();
     for (size_t i = 0; i < rows_.size(); ++i) {
-      T* out = dst + index[rows_[i]] * width;
-      AddRow(out, src + static_cast<int64_t>(i) * width, width, "SelectedRows::MergeRows",
-             rows_[i]);
+      AddRow(dst + static_cast<int64_t>(slots.slot[i]) * width, src + static_cast<int64_t>(i) * width,
+             width, "SelectedRows::MergeRows", rows_[i]);
     }
   });
-  return SelectedRows(std::move(unique), std::move(merged), height_);
+  return SelectedRows(std::move(slots.unique), std::move(merged), height_);
 }
 
 Tensor SelectedRows::ToDense() const {

@@ -535,11 +535,11 @@ int ServeMetrics() {
   static std::unique_ptr<HttpServer> server;  // lives until exit
   std::lock_guard<std::mutex> lock(mu);
   if (server) return server->port();
-  const int64_t port = env::GetInt("FLOTILLA_METRICS_PORT", -1);
+  const int64_t port = env::GetIntInRange("FLOTILLA_METRICS_PORT", -1, -1, kMaxPort,
+                                          "-1: none, 0: any free port");
   if (port < 0) return 0;
   const std::string host = env::GetOr("FLOTILLA_METRICS_HOST", "127.0.0.1");
   try {
-    FLOTILLA_ENFORCE(port <= 65535, "FLOTILLA_METRICS_PORT=", port, " is outside [0, 65535]");
     HttpServerOptions options{.host = host, .port = static_cast<int>(port)};
     if (!IsLoopbackHost(host)) options.tls = TlsFilesFromEnv();  // off this host: the job's TLS
     server = std::make_unique<HttpServer>(std::move(options));

@@ -360,3 +360,36 @@ def test_lod_reset_and_append(programs):
     assert a.lod() == [[0, 2, 5]] and b.lod() == [[0, 1, 1, 5]] and c.lod() == [[0, 3, 5]]
     np.testing.assert_array_equal(np.array(a), data)
     np.testing.assert_array_equal(np.array(p).reshape(-1), [1, 9])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_sequence_pool_matches_torch_embedding_bag(programs, mode):
+    """embedding → sequence_pool, forward and the table's gradient, against
+    PyTorch 1.13's EmbeddingBag on a ragged batch with an empty bag."""
+    torch = pytest.importorskip("torch", reason="PyTorch 1.13 (python3-torch, scripts/install-deps.sh --bench)")
+    main, startup, scope = programs
+    vocab, dim, lengths = 50, 4, [3, 0, 1, 7, 2]
+    rng = np.random.RandomState(1)
+    ids = rng.randint(0, vocab, sum(lengths)).astype("int64")
+    weights = rng.uniform(-1, 1, [len(lengths), dim]).astype("float32")
+    x = fluid.data(name="ids", shape=[-1, 1], dtype="int64", lod_level=1)
+    r = fluid.data(name="r", shape=[-1, dim], dtype="float32")
+    emb = fluid.layers.embedding(x, size=[vocab, dim], param_attr=fluid.ParamAttr(name="table"))
+    pooled = fluid.layers.sequence_pool(emb, pool_type={"mean": "average"}.get(mode, mode))
+    loss = fluid.layers.reduce_sum(fluid.layers.elementwise_mul(pooled, r))
+    fluid.optimizer.SGD(learning_rate=1.0).minimize(loss)
+    exe = _exe()
+    exe.run(startup)
+    table = np.array(scope.find_var("table").get_tensor()).copy()
+    feed = {"ids": fluid.create_lod_tensor(ids.reshape(-1, 1), [lengths], fluid.CPUPlace()), "r": weights}
+    got, = exe.run(main, feed=feed, fetch_list=[pooled])
+    grad = table - np.array(scope.find_var("table").get_tensor())
+
+    bag = torch.nn.EmbeddingBag(vocab, dim, mode=mode)
+    with torch.no_grad():
+        bag.weight.copy_(torch.from_numpy(table))
+    offsets = torch.tensor(_offsets(lengths)[:-1])
+    want = bag(torch.from_numpy(ids), offsets)
+    (want * torch.from_numpy(weights)).sum().backward()
+    np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grad, bag.weight.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -6,6 +6,7 @@
 #include "fleet/ps/ps_ops.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/tls_files.h"
 #include "flotilla/framework/executor.h"
@@ -39,7 +40,7 @@ std::vector<DenseVar> ScopeDenseVars(const ExecutionContext& ctx) {
 ps::PsClientOptions ClientOptions(const ExecutionContext& ctx) {
   ps::PsClientOptions opt;
   int64_t timeout_ms = ctx.AttrOr<int64_t>("rpc_timeout_ms", 0);
-  if (timeout_ms <= 0) timeout_ms = env::GetInt("FLOTILLA_PS_TIMEOUT_MS", 30000);
+  if (timeout_ms <= 0) timeout_ms = env::GetIntInRange("FLOTILLA_PS_TIMEOUT_MS", 30000, 1, kMaxTimeoutMs);
   opt.retry_timeout = std::chrono::milliseconds(timeout_ms);
   opt.rpc_timeout = std::chrono::milliseconds(timeout_ms);
   // Retries of an unreachable server (1 s apart once backed off) last the
