@@ -26,3 +26,10 @@ endforeach()
 flotilla_test(observe_launch_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/observe_launch_test.cc
   DEPS launch_test_util TIMEOUT 240 LABELS observe)
 add_dependencies(observe_launch_test flotilla launch_probe)
+
+# Slow HTTP clients, listeners' addresses, the dashboard's token (issue 32).
+add_test(NAME observe_http_test
+  COMMAND ${FLOTILLA_PYTHON} -m pytest -q -s -p no:cacheprovider -rs
+          ${CMAKE_CURRENT_LIST_DIR}/observe/test_http_hardening.py)
+set_tests_properties(observe_http_test PROPERTIES TIMEOUT 300 LABELS observe
+  ENVIRONMENT "FLOTILLA_BUILD_DIR=${PROJECT_BINARY_DIR};OPENBLAS_NUM_THREADS=1;${FLOTILLA_TEST_SECRET}")

@@ -85,7 +85,7 @@ TEST(PsHeter, AKilledHeterWorkerAbortsTheJobNamingIt) {
   ASSERT_GT(heter, 0) << "no heter worker 1 under the launcher:\n" << launch.Stderr();
   // Let training start, then kill heter worker 1.
   for (int i = 0; i < 300; ++i) {
-    if (launch_test::ReadText(run / "log/heterlog.1").find("listening on port") != std::string::npos) break;
+    if (launch_test::ReadText(run / "log/heterlog.1").find(" listening on ") != std::string::npos) break;
     std::this_thread::sleep_for(100ms);
   }
   std::this_thread::sleep_for(1s);

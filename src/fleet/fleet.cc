@@ -15,6 +15,7 @@
 #include "flotilla/common/env.h"
 #include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/loopback.h"
 #include "flotilla/common/tls_files.h"
 #include "flotilla/trace/trace.h"
 #include "flotilla/common/strings.h"
@@ -106,18 +107,23 @@ void Fleet::init(const RoleMaker& role, FleetOptions options) {
     const int port = hosts ? ParseHostPort(info.store_address, "the job's master").port : 0;
     if (hosts && (store_server_ == nullptr || store_server_->port() != port)) {
       // No launcher hosts the store (torchrun-style MASTER_ADDR, Slurm,
-      // Kubernetes): worker 0 does, on every interface, at the master's port
-      // (a re-init at the same master keeps the store it hosts already).
+      // Kubernetes): worker 0 does, at the master's port (a re-init at the
+      // same master keeps the store it hosts already): on loopback when the
+      // master is, else on every interface (the master's name may be a
+      // service address this host cannot bind).
       comm::TCPStoreServerOptions server_options;
       server_options.token = StoreSecret(info.store_address);
       server_options.tls = TlsFilesFromEnv();
-      store_server_ = comm::TCPStoreServer::Start("", port, std::move(server_options));
+      const std::string master = ParseHostPort(info.store_address, "the job's master").host;
+      store_server_ = comm::TCPStoreServer::Start(IsLoopbackHost(master) ? master : "", port,
+                                                  std::move(server_options));
       g_hosted_store = store_server_.get();
       static const bool registered = std::atexit([] {
         if (comm::TCPStoreServer* s = g_hosted_store.load()) WaitForStoreClients(*s);
       }) == 0;
       (void)registered;
-      log::Info("fleet: worker 0 hosts the job's store on port {}", port);
+      log::Info("fleet: worker 0 hosts the job's store on {}:{}",
+                IsLoopbackHost(master) ? master : "0.0.0.0", port);
     }
     store = OpenStore(info.store_address, options.timeout);
   }

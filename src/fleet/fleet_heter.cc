@@ -21,8 +21,9 @@ int TrainersOf(int heter_index, int heters, int trainers) {
   return n;
 }
 
+// The endpoint's own address: trainers dial it, nobody else needs to.
 std::string ListenAddress(const std::string& endpoint) {
-  return StrCat("0.0.0.0:", ParseHostPort(endpoint, "heter worker endpoint").port);
+  return ParseHostPort(endpoint, "heter worker endpoint").ToString();
 }
 
 }  // namespace

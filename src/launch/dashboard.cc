@@ -1,9 +1,14 @@
 #include "flotilla/launch/dashboard.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
+#include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
+#include "flotilla/common/job_secret.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/trace/clock.h"
 #include "flotilla/trace/doctor.h"
 #include "flotilla/trace/process_info.h"
@@ -122,7 +127,7 @@ json Processes(const std::string& log_dir) {
   return out;
 }
 
-json Process(const std::string& log_dir, const json& p) {
+json Process(const std::string& log_dir, const json& p, bool all_logs) {
   json row = p;
   const std::string label = p.value("label", "");
   const std::string stem = trace::ParseLabel(label).file_stem();
@@ -137,7 +142,9 @@ json Process(const std::string& log_dir, const json& p) {
   const bool live = p.value("state", "") == "running";
   row["pending"] = live && last.contains("pending") ? last["pending"] : json(nullptr);
   row["op"] = live ? last.value("op", "") : "";
-  row["log_tail"] = TailLines(p.value("log", ""), kTailLines, 16384);
+  const std::string log = p.value("log", "");
+  row["log_tail"] = all_logs || WorldReadable(log) ? TailLines(log, kTailLines, 16384)
+                                                   : std::vector<std::string>{};
   return row;
 }
 
@@ -159,37 +166,108 @@ json Diagnosis(const std::string& log_dir, const json& rows) {
 
 }  // namespace
 
-json DashboardState(const std::string& log_dir) {
+json DashboardState(const std::string& log_dir, bool all_logs) {
   json rows = json::array();
-  for (const json& p : Processes(log_dir)) rows.push_back(Process(log_dir, p));
+  for (const json& p : Processes(log_dir)) rows.push_back(Process(log_dir, p, all_logs));
   return {{"updated_ms", trace::WallNs() / 1000000},
           {"log_dir", log_dir},
           {"diagnosis", Diagnosis(log_dir, rows)},
           {"processes", std::move(rows)}};
 }
 
-void ServeDashboard(trace::HttpServer& http, const std::string& log_dir) {
+std::string DashboardToken(std::string_view secret) {
+  return DeriveToken(secret, "flotilla dashboard");
+}
+
+std::string DashboardLoginUrl(const std::string& url, const DashboardAccess& access) {
+  return access.open ? url + "/" : url + "/login?token=" + access.token;
+}
+
+bool WorldReadable(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if ((st.st_mode & S_IROTH) == 0) return false;
+  for (fs::path dir = fs::path(path).parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (stat(dir.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+    if (dir == dir.root_path()) break;
+  }
+  return true;
+}
+
+namespace {
+
+constexpr char kCookie[] = "flotilla_dashboard";
+
+// The token the request presents: its cookie, else its bearer header.
+std::string Presented(const trace::HttpRequest& req) {
+  if (auto it = req.headers.find("cookie"); it != req.headers.end()) {
+    for (std::string part : Split(it->second, ';')) {
+      while (!part.empty() && part.front() == ' ') part.erase(0, 1);
+      if (part.rfind(StrCat(kCookie, "="), 0) == 0) return part.substr(sizeof kCookie);
+    }
+  }
+  if (auto it = req.headers.find("authorization"); it != req.headers.end()) {
+    if (it->second.rfind("Bearer ", 0) == 0) return it->second.substr(7);
+  }
+  return "";
+}
+
+trace::HttpReply Refused(int status, const std::string& why) {
+  return {status, "text/plain; charset=utf-8", why + "\n", {}};
+}
+
+const char kNeedToken[] =
+    "the dashboard's state and logs need its token: open the login URL the launcher printed "
+    "(.../login?token=...), or send \"Authorization: Bearer TOKEN\" (docs/security.md)";
+
+}  // namespace
+
+void ServeDashboard(trace::HttpServer& http, const std::string& log_dir,
+                    const DashboardAccess& access) {
+  auto authorized = [token = access.token](const trace::HttpRequest& req) {
+    const std::string presented = Presented(req);
+    return !token.empty() && !presented.empty() && SecretEquals(presented, token);
+  };
+  const bool open = access.open;
   http.Handle("/", [](const trace::HttpRequest&) {
-    return trace::HttpReply{200, "text/html; charset=utf-8", std::string(DashboardPage())};
+    return trace::HttpReply{200, "text/html; charset=utf-8", std::string(DashboardPage()), {}};
   });
   http.Handle("/chart.js", [](const trace::HttpRequest&) {
-    return trace::HttpReply{200, "application/javascript", std::string(ChartJs())};
+    return trace::HttpReply{200, "application/javascript", std::string(ChartJs()), {}};
   });
-  http.Handle("/api/state", [log_dir](const trace::HttpRequest&) {
-    return trace::HttpReply{200, "application/json", DashboardState(log_dir).dump()};
+  http.Handle("/login", [token = access.token](const trace::HttpRequest& req) {
+    auto it = req.query.find("token");
+    if (token.empty() || it == req.query.end() || !SecretEquals(it->second, token)) {
+      return Refused(401, "wrong or missing token");
+    }
+    return trace::HttpReply{303, "text/plain; charset=utf-8", "logged in\n",
+                            {{"Location", "/"},
+                             {"Set-Cookie", StrCat(kCookie, "=", token,
+                                                   "; Path=/; HttpOnly; SameSite=Strict")}}};
+  });
+  http.Handle("/api/state", [log_dir, authorized, open](const trace::HttpRequest& req) {
+    const bool full = authorized(req);
+    if (!full && !open) return Refused(401, kNeedToken);
+    return trace::HttpReply{200, "application/json", DashboardState(log_dir, full).dump(), {}};
   });
   // Only logs the status file lists: the name is a label, never a path.
-  http.Handle("/log/([A-Za-z0-9_]+)", [log_dir](const trace::HttpRequest& req) {
+  http.Handle("/log/([A-Za-z0-9_]+)", [log_dir, authorized, open](const trace::HttpRequest& req) {
+    const bool full = authorized(req);
+    if (!full && !open) return Refused(401, kNeedToken);
     const std::string stem = req.path.substr(req.path.rfind('/') + 1);
     for (const json& p : Processes(log_dir)) {
       if (trace::ParseLabel(p.value("label", "")).file_stem() != stem) continue;
       const std::string log = p.value("log", "");
       if (log.empty() || !FileExists(log)) break;
+      if (!full && !WorldReadable(log)) {
+        return Refused(403, StrCat("the log of '", stem, "' is not readable by every local user; "
+                                   "the dashboard's token shows it"));
+      }
       std::string text;
       for (const std::string& line : TailLines(log, 100000, 4 << 20)) text += line + "\n";
-      return trace::HttpReply{200, "text/plain; charset=utf-8", text};
+      return trace::HttpReply{200, "text/plain; charset=utf-8", text, {}};
     }
-    return trace::HttpReply{404, "text/plain; charset=utf-8", "no log for '" + stem + "'\n"};
+    return Refused(404, "no log for '" + stem + "'");
   });
 }
 

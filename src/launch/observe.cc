@@ -16,8 +16,10 @@
 #include "flotilla/comm/trace_clock.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
-#include "flotilla/common/safe_file.h"
+#include "flotilla/common/job_secret.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/loopback.h"
+#include "flotilla/common/safe_file.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/launch/dashboard.h"
 #include "flotilla/launch/launcher.h"
@@ -97,22 +99,34 @@ JobObserver::JobObserver(const LaunchOptions& options)
   for (const char* sub : {"flight", "metrics", "timeline"}) log_dir.RemoveTree(sub);
   log_dir.Subdir("flight", /*create=*/true);
   log_dir.Subdir("metrics", /*create=*/true);
-  if (!options_.dashboard.empty() || options_.metrics_port >= 0) {
-    const auto [host, port] = options_.dashboard.empty()
-                                  ? std::make_pair(std::string("0.0.0.0"), options_.metrics_port)
-                                  : ParseAddress(options_.dashboard, "--dashboard");
-    http_ = std::make_unique<trace::HttpServer>(host, port);
-    http_->SetHealthCheck([this] { return health_.Live(); });
-    http_->Handle("/readyz", [this](const trace::HttpRequest&) {
-      const auto [ready, text] = health_.Ready();
-      return trace::HttpReply{ready ? 200 : 503, "text/plain; charset=utf-8", text + "\n"};
-    });
-    if (!options_.dashboard.empty()) ServeDashboard(*http_, log_dir_);
+  if (!options_.dashboard.empty() || options_.metrics_port >= 0) StartHttp();
+}
+
+void JobObserver::StartHttp() {
+  const auto [host, port] = options_.dashboard.empty()
+                                ? std::make_pair(options_.metrics_host, options_.metrics_port)
+                                : ParseAddress(options_.dashboard, "--dashboard");
+  trace::HttpServerOptions http_options{.host = host, .port = port};
+  if (!IsLoopbackHost(host)) http_options.tls = JobTlsFiles(options_);  // HTTPS off this host
+  http_ = std::make_unique<trace::HttpServer>(std::move(http_options));
+  http_->SetHealthCheck([this] { return health_.Live(); });
+  http_->HandleFast("/readyz", [this](const trace::HttpRequest&) {
+    const auto [ready, text] = health_.Ready();
+    return trace::HttpReply{ready ? 200 : 503, "text/plain; charset=utf-8", text + "\n", {}};
+  });
+  if (options_.dashboard.empty()) {
     http_->Start();
-    std::cerr << "flotilla launch: " << (options_.dashboard.empty() ? "metrics" : "dashboard")
-              << " on http://" << (host == "0.0.0.0" ? "127.0.0.1" : host) << ":" << http_->port()
-              << "/\n";
+    std::cerr << "flotilla launch: metrics on " << http_->url() << "/\n";
+    return;
   }
+  // A job without a secret (--insecure) still keeps its logs to its user.
+  DashboardAccess access{
+      DashboardToken(options_.job_secret.empty() ? RandomBytes(32) : options_.job_secret),
+      options_.dashboard_open};
+  ServeDashboard(*http_, log_dir_, access);
+  http_->Start();
+  std::cerr << "flotilla launch: dashboard on " << http_->url() << "/ (log in: "
+            << DashboardLoginUrl(http_->url(), access) << ")\n";
 }
 
 JobObserver::~JobObserver() = default;
@@ -167,7 +181,10 @@ EnvList JobObserver::ChildEnv(const ProcessSpec& p) const {
     env.emplace_back("FLOTILLA_STALL_TIMEOUT", StrCat(options_.stall_timeout.count() / 1000.0));
   }
   if (!options_.log_level.empty()) env.emplace_back("FLOTILLA_LOG_LEVEL", options_.log_level);
-  if (options_.metrics_port >= 0) env.emplace_back("FLOTILLA_METRICS_PORT", "0");
+  if (options_.metrics_port >= 0) {
+    env.emplace_back("FLOTILLA_METRICS_PORT", "0");
+    env.emplace_back("FLOTILLA_METRICS_HOST", options_.metrics_host);
+  }
   return env;
 }
 

@@ -70,6 +70,8 @@ class JobObserver {
   std::string timeline_dir() const { return log_dir_ + "/timeline"; }
 
  private:
+  // The launcher's /metrics, /healthz, /readyz and dashboard.
+  void StartHttp();
   void WriteStatus(const std::vector<ProcessView>& views);
   std::optional<std::string> Stalled();
   std::string Diagnose(const std::vector<ProcessView>& views);

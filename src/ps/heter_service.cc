@@ -150,8 +150,9 @@ void HeterServer::Start() {
   state_->server = builder.BuildAndStart();
   FLOTILLA_CHECK(state_->server && state_->port > 0, Unavailable, state_->options.name,
                  " cannot listen on ", state_->options.endpoint);
-  log::Info("{} listening on port {} for {} trainer(s)", state_->options.name, state_->port,
-            state_->options.num_trainers);
+  const std::string& ep = state_->options.endpoint;
+  log::Info("{} listening on {}:{} for {} trainer(s)", state_->options.name,
+            ep.substr(0, ep.rfind(':')), state_->port, state_->options.num_trainers);
 }
 
 int HeterServer::port() const { return state_->port; }

@@ -252,14 +252,16 @@ void PsServer::Start() {
   state_->server = builder.BuildAndStart();
   FLOTILLA_CHECK(state_->server && state_->port > 0, Unavailable,
                  "parameter server cannot listen on ", state_->options.endpoint);
-  log::Info("parameter server {}/{} ({} mode, {} trainers) listening on {}{}",
+  const std::string& ep = state_->options.endpoint;  // the bound address, not a dialable one
+  log::Info("parameter server {}/{} ({} mode, {} trainers) listening on {}:{}{}",
             state_->options.server_index, state_->options.num_servers,
-            PsModeName(state_->options.mode), state_->options.num_trainers, endpoint(),
+            PsModeName(state_->options.mode), state_->options.num_trainers,
+            ep.substr(0, ep.rfind(':')), state_->port,
             !state_->options.tls.enabled() ? ""
             : state_->options.tls.ca.empty() ? " (TLS)" : " (mutual TLS)");
   trace::InitProcess();
   WatchTables(state_.get());
-  trace::ServeMetrics(/*always=*/true);
+  trace::ServeMetrics();  // when FLOTILLA_METRICS_PORT asks for it
 }
 
 int PsServer::port() const { return state_->port; }

@@ -63,7 +63,7 @@ Runtime::Runtime() {
   if (!s.timeline.empty()) {
     StartTimeline({s.timeline, s.timeline_max_bytes, s.first_step, s.last_step});
   }
-  ServeMetrics(/*always=*/false);  // when FLOTILLA_METRICS_PORT asks for it
+  ServeMetrics();  // when FLOTILLA_METRICS_PORT asks for it
   thread_ = std::thread([this] { Loop(); });
 }
 

@@ -18,6 +18,12 @@ class Pod:
     env: List[Dict[str, Any]]           # as in the manifest, controller's appended
     field_refs: Dict[str, str] = field(default_factory=dict)
     secret_mounts: Dict[str, str] = field(default_factory=dict)  # mountPath -> Secret name
+    probes: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # "liveness": httpGet
+
+    def probe_urls(self, pod_ip: str) -> Dict[str, str]:
+        """What the kubelet GETs for each probe of the container."""
+        return {kind: f"http://{pod_ip}:{get['port']}{get['path']}"
+                for kind, get in self.probes.items()}
 
     def environment(self, pod_ip: str, mounted: Optional[Dict[str, str]] = None) -> Dict[str, str]:
         """The container's environment with fieldRefs and $(VAR) references
@@ -51,6 +57,11 @@ def secret_mounts_of(template: Dict[str, Any]) -> Dict[str, str]:
             for m in _container(template).get("volumeMounts", []) if m["name"] in secrets}
 
 
+def _probes(container: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    return {kind: container[f"{kind}Probe"]["httpGet"] for kind in ("liveness", "readiness")
+            if f"{kind}Probe" in container}
+
+
 def _port(container: Dict[str, Any], name: str, default: int) -> int:
     for p in container.get("ports", []):
         if p.get("name") == name:
@@ -70,7 +81,7 @@ def indexed_job(job: Dict[str, Any]) -> List[Pod]:
         dns = [f"{host}.{sub}", f"{host}.{sub}.default.svc.cluster.local"] if sub else []
         env = list(c.get("env", [])) + [{"name": "JOB_COMPLETION_INDEX", "value": str(i)}]
         pods.append(Pod(host, dns, c["command"] + c.get("args", []), env,
-                        secret_mounts=secret_mounts_of(template)))
+                        secret_mounts=secret_mounts_of(template), probes=_probes(c)))
     return pods
 
 
@@ -88,7 +99,8 @@ def _replica_pods(job: Dict[str, Any], specs_key: str, env_for) -> List[Pod]:
             env += env_for(job, rtype, i, total)
             # The operator makes a headless Service per pod, named as the pod.
             pods.append(Pod(pod, [pod], c["command"] + c.get("args", []), env,
-                            secret_mounts=secret_mounts_of(spec["template"])))
+                            secret_mounts=secret_mounts_of(spec["template"]),
+                            probes=_probes(c)))
     return pods
 
 

@@ -27,6 +27,7 @@ from k8s_schema import check_document  # noqa: E402
 from netns_hosts import Hosts, can_make_hosts  # noqa: E402
 
 MANIFESTS = os.path.join(SOURCE, "deploy", "k8s")
+PROBE = os.path.join(os.path.dirname(__file__), "k8s_probe.py")
 
 
 def documents(name: str):
@@ -98,10 +99,15 @@ class PodSimulation(unittest.TestCase):
         hosts = Hosts([p.name for p in pods], aliases)
         work = tempfile.mkdtemp(prefix="flotilla-k8s-")
         self.addCleanup(shutil.rmtree, work, True)
-        procs = []
+        procs, probers = [], []
         mounted = make_secrets(work, pods)
         try:
             for i, pod in enumerate(pods):
+                if pod.probes:  # the kubelet, probing the pod's address from its node
+                    probers.append(hosts.start(
+                        i, [sys.executable, PROBE] + [f"{k}={u}" for k, u in
+                                                      pod.probe_urls(hosts.ips[i]).items()],
+                        os.path.join(work, f"{pod.name}.probes")))
                 env = {"PATH": os.path.dirname(bin_path("flotilla")) + ":/usr/bin:/bin",
                        "HOME": "/root", "HOSTNAME": pod.name}
                 env.update(pod.environment(hosts.ips[i], mounted))
@@ -113,12 +119,28 @@ class PodSimulation(unittest.TestCase):
             deadline = time.time() + timeout
             while any(p.poll() is None for p in procs) and time.time() < deadline:
                 time.sleep(0.1)
+            for prober in probers:
+                hosts.stop(prober)
             logs = {pod.name: read_text(os.path.join(work, pod.name, "pod.log")) for pod in pods}
             for pod, proc in zip(pods, procs):
                 self.assertEqual(proc.poll(), 0, f"pod {pod.name}:\n{logs[pod.name][-3000:]}")
             return work, logs
         finally:
             hosts.close()
+
+    def assert_probed(self, work: str, pods, ready: str) -> None:
+        """Every probe of every pod answered 200 while its pod ran: "ok" for
+        liveness, `ready` for readiness; a 503 only before that (joining)."""
+        for pod in pods:
+            self.assertTrue(pod.probes, f"{pod.name} has no probes")
+            seen = read_text(os.path.join(work, f"{pod.name}.probes")).splitlines()
+            self.assertIn("liveness 200 ok", seen, f"{pod.name}: {seen}")
+            if "readiness" in pod.probes:
+                self.assertIn(f"readiness 200 {ready}", seen, f"{pod.name}: {seen}")
+                first_ready = seen.index(f"readiness 200 {ready}")
+                for line in seen[:first_ready]:
+                    if line.startswith("readiness 503"):
+                        self.assertIn("joining the job", line, f"{pod.name}: {seen}")
 
     def reference_loss(self, nproc: int, command) -> float:
         args = command[command.index("train_with_fleet") + 1:]
@@ -129,7 +151,8 @@ class PodSimulation(unittest.TestCase):
     def test_indexed_job(self) -> None:
         pods = workload("indexed-job.yaml")
         self.assertEqual([p.name for p in pods], ["flotilla-train-0", "flotilla-train-1"])
-        _, logs = self.run_pods(pods)
+        work, logs = self.run_pods(pods)
+        self.assert_probed(work, pods, "")
         got = last_json(logs["flotilla-train-0"])
         self.assertEqual(got["ranks"], 2)
         self.assertEqual(got["loss"], self.reference_loss(2, pods[0].command))
@@ -140,6 +163,7 @@ class PodSimulation(unittest.TestCase):
         self.assertEqual(env["PADDLE_MASTER"], "flotilla-paddle-worker-0:36543")
         self.assertEqual(env["PADDLE_NNODES"], "2")
         work, logs = self.run_pods(pods)
+        self.assert_probed(work, pods, "ready: 2 processes running")
         got = last_json(read_text(os.path.join(work, pods[0].name, "log", "workerlog.0")))
         self.assertEqual(got["ranks"], 4)
         self.assertEqual(got["loss"], self.reference_loss(4, pods[0].command))
@@ -149,6 +173,7 @@ class PodSimulation(unittest.TestCase):
         self.assertEqual(len(pods), 4)
         self.assertEqual(pods[0].environment("10.0.0.1")["PADDLE_SERVER_NUM"], "1")
         work, _ = self.run_pods(pods)
+        self.assert_probed(work, pods, "ready: 1 process running")
         args = pods[2].command[pods[2].command.index("dist_fit_a_line") + 1:]
         with tempfile.TemporaryDirectory() as d:
             ref = results(launch_reference(d, ["--server_num", "2", "--worker_num", "2"],
@@ -163,6 +188,7 @@ class PodSimulation(unittest.TestCase):
         pods = workload("pytorchjob.yaml")
         self.assertEqual(pods[1].environment("10.0.0.2")["RANK"], "1")
         work, logs = self.run_pods(pods)
+        self.assert_probed(work, pods, "ready: 2 processes running")
         got = last_json(read_text(os.path.join(work, pods[0].name, "log", "workerlog.0")))
         self.assertEqual(got["ranks"], 4)
         self.assertEqual(got["loss"], self.reference_loss(4, pods[0].command))

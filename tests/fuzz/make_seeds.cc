@@ -287,6 +287,18 @@ Seeds EnvSeeds() {
           {"lists", "2:4\netcd://127.0.0.1:2379,127.0.0.2:2379/\nrack[1-2]-n[01-03]\n8\n[::1]:80\n"}};
 }
 
+// http_request: the limit byte (limit = 64 + 64 * it), then what a client sent.
+Seeds HttpSeeds() {
+  const std::string limit(1, '\x80');
+  return {{"probe", limit + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"},
+          {"dashboard", limit + "GET /log/rank0?a=b%20c&d HTTP/1.1\r\nCookie: flotilla_dashboard=ab;"
+                                " x=y\r\nAuthorization: Bearer 00\r\n\r\n"},
+          {"body", std::string(1, '\x10') + "POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"},
+          {"chunked", std::string(1, '\x02') + "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"},
+          {"head", limit + "HEAD /metrics HTTP/1.0\r\nX: " + std::string(300, 'a') + "\r\n\r\n"},
+          {"garbage", std::string(1, '\0') + "garbage\r\n\r\n"}};
+}
+
 }  // namespace
 }  // namespace flotilla::fuzz
 
@@ -299,6 +311,7 @@ int main(int argc, char** argv) {
   flotilla::RegisterAllOps();
   const std::map<std::string, std::function<Seeds()>> targets = {
       {"store_frames", StoreSeeds},
+      {"http_request", HttpSeeds},
       {"tensor_decode", TensorSeeds},
       {"program_proto", ProgramSeeds},
       {"distributed_strategy", StrategySeeds},

@@ -49,6 +49,13 @@ class Job:
             return m.group(1) if m else None
         return self.wait_for(f"the launcher's {kind} address", find, 60)
 
+    def login_url(self) -> str:
+        """The dashboard's login URL (it carries the token), from the launcher's stderr."""
+        def find():
+            m = re.search(r"log in: (http://[0-9.]+:\d+/login\?token=[0-9a-f]+)", self.stderr())
+            return m.group(1) if m else None
+        return self.wait_for("the dashboard's login URL", find, 60)
+
     def processes(self) -> list[dict]:
         try:
             return json.loads((self.log / "job_status.json").read_text())["processes"]

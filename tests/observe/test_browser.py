@@ -69,7 +69,7 @@ def test_dashboard_of_a_two_rank_job(tmp_path: pathlib.Path, browser) -> None:
                          "--dashboard_linger", "120"],
               [str(BUILD / "bin" / "train_with_fleet"), "--steps", "100000", "--hidden", "256"])
     try:
-        browser.get(job.url("dashboard") + "/")
+        browser.get(job.login_url())  # sets the token's cookie, then the page
         wait = WebDriverWait(browser, 90, poll_frequency=0.25)
         for label in ("rank 0", "rank 1"):
             wait.until(lambda d: (row_state(d, label) or [None])[0] in ("running", "waiting"))

@@ -149,16 +149,25 @@ void AddObservabilityOptions(CLI::App& c, launch::LaunchOptions& o) {
   c.add_option("--timeline_steps", o.timeline_steps, "trace only steps FIRST-LAST (e.g. 100-120)")
       ->group(g);
   c.add_option("--dashboard", o.dashboard, "serve a live job dashboard at [HOST]:PORT (host "
-               "default 127.0.0.1; 0.0.0.0 to share it); also serves /metrics and /healthz")
+               "default 127.0.0.1; 0.0.0.0 to share it); also serves /metrics and /healthz; its "
+               "state and logs need the login URL it prints")
       ->group(g);
   c.add_option("--dashboard_linger", g_durations.dashboard_linger, "seconds the dashboard stays "
                "up after the job ended (Ctrl-C ends it sooner); `flotilla dashboard LOG_DIR` "
                "serves it any time later")
       ->check(CLI::NonNegativeNumber)->group(g);
-  c.add_option("--metrics_port", o.metrics_port, "serve the launcher's Prometheus /metrics and "
-               "/healthz on this port of every interface (0: any free port); every process then "
-               "serves its own on a free port, listed in LOG_DIR/metrics/*.url")
+  c.add_flag("--dashboard_open", o.dashboard_open, "serve the dashboard's state and logs "
+             "without its token (logs only when every local user may read them); by default "
+             "they need the login URL the launcher prints (docs/security.md)")
       ->group(g);
+  c.add_option("--metrics_port", o.metrics_port, "serve the launcher's Prometheus /metrics, "
+               "/healthz and /readyz on this port of --metrics_host (0: any free port); every "
+               "process then serves its own on a free port, listed in LOG_DIR/metrics/*.url")
+      ->group(g);
+  c.add_option("--metrics_host", o.metrics_host, "address /metrics listens on, the launcher's "
+               "and every process's (0.0.0.0: every interface, for a scraper on another host; "
+               "off loopback, a job with --tls_* serves HTTPS)")
+      ->capture_default_str()->group(g);
   c.add_option("--stall_timeout", g_durations.stall_timeout, "seconds a collective or "
                "parameter-server call may stay pending before the job counts as hung: every "
                "process dumps its flight recorder and the job stops with the diagnosis "

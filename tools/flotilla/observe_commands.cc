@@ -5,8 +5,10 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "flotilla/common/error.h"
+#include "flotilla/common/job_secret.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/launch/dashboard.h"
 #include "flotilla/launch/signals.h"
@@ -24,6 +26,7 @@ struct ObserveArgs {
   std::string log_dir;
   std::string host = "127.0.0.1";
   int port = 8080;
+  bool open = false;
   std::string output;
   std::vector<std::string> inputs;
 };
@@ -48,10 +51,14 @@ int Dashboard(const ObserveArgs& a) {
   if (!IsLogDir(a.log_dir, "dashboard")) return 2;
   launch::SignalFd signals;
   trace::HttpServer http(a.host, a.port);
-  launch::ServeDashboard(http, fs::absolute(a.log_dir).lexically_normal().string());
+  // The job's secret when this shell has it, else one for this dashboard only.
+  const std::optional<std::string> secret = JobSecretFromEnv();
+  const launch::DashboardAccess access{launch::DashboardToken(secret ? *secret : RandomBytes(32)),
+                                       a.open};
+  launch::ServeDashboard(http, fs::absolute(a.log_dir).lexically_normal().string(), access);
   http.Start();
-  std::cerr << "flotilla dashboard: http://" << a.host << ":" << http.port()
-            << "/ (Ctrl-C stops)\n";
+  std::cerr << "flotilla dashboard: " << http.url() << "/ (log in: "
+            << launch::DashboardLoginUrl(http.url(), access) << "; Ctrl-C stops)\n";
   while (true) {
     for (int sig : signals.Drain()) {
       if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) return 0;
@@ -102,6 +109,8 @@ void AddObserveCommands(CLI::App& app, int* exit_code) {
   dash->add_option("log_dir", args.log_dir, "the job's --log_dir")->required();
   dash->add_option("--host", args.host, "address to listen on")->capture_default_str();
   dash->add_option("--port", args.port, "port (0: any free port)")->capture_default_str();
+  dash->add_flag("--open", args.open, "serve the state and the world-readable logs without "
+                 "the token (docs/security.md)");
   dash->callback([exit_code] { Run(Dashboard, args, exit_code, "dashboard"); });
 
   CLI::App* timeline = app.add_subcommand(

@@ -77,7 +77,11 @@ struct LaunchOptions {
   std::string timeline_steps;       // "FIRST-LAST": trace only these steps
   std::string dashboard;            // [HOST]:PORT of the live dashboard
   std::chrono::milliseconds dashboard_linger{0};  // keep serving it after the job ends
+  bool dashboard_open = false;      // state and world-readable logs without the token
   int metrics_port = -1;            // the launcher's own /metrics; -1 = none
+  // Where the launcher's and every process's /metrics listen (--metrics_host);
+  // off loopback only when asked, and then HTTPS when the job has TLS.
+  std::string metrics_host = "127.0.0.1";
   std::chrono::milliseconds stall_timeout{0};  // stop a job stalled this long; 0 = never
   std::string log_level;            // every process's log level ("" = inherited)
   std::string tee;                  // which processes stream to the console

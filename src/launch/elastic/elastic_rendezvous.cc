@@ -183,8 +183,10 @@ std::optional<std::string> ElasticRendezvous::Master(const WorldRecord& world,
     store_options.token = options_.token;
     store_options.service = "elastic";
     store_options.tls = options_.tls;
-    store_ = comm::TCPStoreServer::Start(options_.host, 0, std::move(store_options));
-    const std::string address = StrCat(options_.host, ":", store_->port());
+    // A world of this node alone needs no other host to reach its store.
+    const std::string host = world.members.size() == 1 ? "127.0.0.1" : options_.host;
+    store_ = comm::TCPStoreServer::Start(host, 0, std::move(store_options));
+    const std::string address = StrCat(host, ":", store_->port());
     etcd_->Put(keys_.master(world.gen), address);
     return address;
   }
