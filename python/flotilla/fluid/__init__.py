@@ -13,7 +13,7 @@ from ..data_feeder import DataFeeder  # noqa: F401
 from ..executor import Executor  # noqa: F401
 from ..lod_tensor import create_lod_tensor, create_random_int_lodtensor  # noqa: F401
 from ..static import data  # noqa: F401
-from ..framework import (Program, Variable, default_main_program, default_startup_program,  # noqa: F401
+from ..framework import (Program, Scope, Variable, default_main_program, default_startup_program,  # noqa: F401
                          global_scope, name_scope, program_guard, scope_guard)
 from ..param_attr import ParamAttr  # noqa: F401
 from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda  # noqa: F401
@@ -29,7 +29,7 @@ for _name, _module in (("layers", layers), ("optimizer", optimizer), ("initializ
     _alias(f"{__name__}.{_name}", _module)
 
 __all__ = ["layers", "nets", "optimizer", "initializer", "regularizer", "io", "core", "unique_name", "DataFeeder",
-           "Executor", "Program", "Variable", "default_main_program", "default_startup_program",
+           "Executor", "Program", "Scope", "Variable", "default_main_program", "default_startup_program",
            "global_scope", "name_scope", "program_guard", "scope_guard", "ParamAttr", "CPUPlace", "CUDAPlace",
            "cpu_places", "cuda_places", "is_compiled_with_cuda", "BuildStrategy", "CompiledProgram", "compiler",
            "save", "load", "load_program_state", "set_program_state",

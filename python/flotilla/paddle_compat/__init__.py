@@ -57,6 +57,7 @@ _MODULES: Dict[str, str] = {
     "paddle.reader": "flotilla.reader",
     "paddle.dataset": "flotilla.dataset",
     "paddle.dataset.uci_housing": "flotilla.dataset.uci_housing",
+    "paddle.dataset.mnist": "flotilla.dataset.mnist",
     "paddle.distributed": "flotilla.distributed",
     "paddle.distributed.fleet": "flotilla.distributed.fleet",
     "paddle.distributed.fleet.base": "flotilla.distributed.fleet.base",
