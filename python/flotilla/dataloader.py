@@ -99,6 +99,12 @@ class GeneratorLoader:
         if not iterable:
             _non_iterable.add(self)
 
+    @property
+    def iterable(self) -> bool:
+        """Whether the loader is iterated (True) or read by Executor.run
+        after start() (False)."""
+        return self._iterable
+
     # ---- sources ----
 
     def set_sample_generator(self, reader: Callable, batch_size: int, drop_last: bool = True,
@@ -230,6 +236,10 @@ class GeneratorLoader:
                 yield [feed[n] for n in self._names] if self._return_list else [feed]
         finally:
             self._join()
+
+    def _reset(self) -> None:
+        """Stops an iteration left early (Paddle's ``loader._reset()``)."""
+        self._join()
 
 
 class DataLoader:
