@@ -47,7 +47,10 @@ Tensor ReadEntry(const std::string& dir, const ManifestEntry& e) {
 
 }  // namespace
 
-void CommitDirAtomic(const std::string& dir, const std::function<void(const std::string&)>& fill) {
+void CommitDirAtomic(const std::string& dir_in, const std::function<void(const std::string&)>& fill) {
+  // "out/" names the directory "out": the temporary sits beside it, not in it.
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::filesystem::path target(dir);
   if (target.has_parent_path()) MakeDirs(target.parent_path().string());
   const std::string tmp = dir + ".tmp." + std::to_string(::getpid());
