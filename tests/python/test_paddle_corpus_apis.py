@@ -1,0 +1,230 @@
+"""The Paddle APIs Paddle's own test scripts reach for: paddle.dataset.mnist
+from local files, fluid.nets.simple_img_conv_pool / img_conv_group,
+fluid.Scope, GeneratorLoader.iterable / _reset, wait_server_ready, a lazily
+read PaddleCloudRoleMaker, GeneralRoleMaker, saving into "dir/", and the
+corpus runner scripts/paddle_corpus.py."""
+
+import gzip
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import flotilla
+import flotilla.fluid as fluid
+from flotilla.dataset import mnist
+from flotilla.distributed.fleet.base import private_helper_function, role_maker
+
+from conftest import SOURCE_DIR, child_env
+
+
+@pytest.fixture
+def mnist_home(tmp_path, monkeypatch):
+    mnist.write_local_copy(str(tmp_path / "mnist"), train_size=30, test_size=10)
+    monkeypatch.setenv("FLOTILLA_DATA_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_mnist_reads_paddles_idx_files(mnist_home):
+    samples = list(mnist.train()())
+    assert len(samples) == 30 and len(list(mnist.test()())) == 10
+    image, label = samples[0]
+    assert image.shape == (784,) and image.dtype == np.float32
+    assert -1.0 <= image.min() < image.max() <= 1.0
+    assert isinstance(label, int) and 0 <= label <= 9
+    # The bytes Paddle's reader would scale: pixel / 255 * 2 - 1.
+    with gzip.open(mnist_home / "mnist" / mnist.TRAIN_IMAGES) as f:
+        raw = f.read()
+    assert struct.unpack_from(">4I", raw) == (2051, 30, 28, 28)
+    first = np.frombuffer(raw, np.uint8, 784, 16).astype(np.float32)
+    np.testing.assert_allclose(image, first / 255.0 * 2.0 - 1.0, rtol=1e-6)
+
+
+def test_mnist_missing_file_names_where_to_put_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOTILLA_DATA_HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"mnist/train-images-idx3-ubyte.gz.*downloads nothing"):
+        mnist.train()
+
+
+def test_mnist_corrupt_header_is_refused(mnist_home):
+    path = mnist_home / "mnist" / mnist.TEST_LABELS
+    with gzip.open(path, "wb") as f:
+        f.write(struct.pack(">2I", 1234, 10) + bytes(10))
+    with pytest.raises(ValueError, match="magic number 1234"):
+        list(mnist.test()())
+
+
+def test_simple_img_conv_pool_is_conv_then_pool():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        img = fluid.layers.data(name="img", shape=[1, 12, 12], dtype="float32")
+        w, b = fluid.ParamAttr(name="w"), fluid.ParamAttr(name="b")
+        ours = fluid.nets.simple_img_conv_pool(input=img, filter_size=3, num_filters=4, pool_size=2,
+                                               pool_stride=2, act="relu", param_attr=w, bias_attr=b)
+        conv = fluid.layers.conv2d(img, num_filters=4, filter_size=3, act="relu", param_attr="w", bias_attr="b")
+        ref = fluid.layers.pool2d(conv, pool_size=2, pool_stride=2)
+    x = np.random.RandomState(0).uniform(-1, 1, (2, 1, 12, 12)).astype(np.float32)
+    with fluid.scope_guard(fluid.Scope()):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        got, want = exe.run(main, feed={"img": x}, fetch_list=[ours, ref])
+    assert got.shape == (2, 4, 5, 5) and got.max() > 0
+    np.testing.assert_array_equal(got, want)
+
+
+def test_img_conv_group_stacks_convs_and_pools():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        img = fluid.layers.data(name="img", shape=[3, 8, 8], dtype="float32")
+        out = fluid.nets.img_conv_group(input=img, conv_num_filter=[4, 6], pool_size=2, conv_act="relu",
+                                        conv_with_batchnorm=[True, False], pool_stride=2)
+        with pytest.raises(ValueError, match="3 settings for 2 convolutions"):
+            fluid.nets.img_conv_group(input=img, conv_num_filter=[4, 6], pool_size=2, conv_padding=[1, 1, 1])
+    types = [getattr(op, "type", op) for op in main.global_block().ops]
+    assert types.count("conv2d") == 2 and types.count("batch_norm") == 1 and types.count("pool2d") == 1
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(startup)
+        (res,) = exe.run(main, feed={"img": np.ones((2, 3, 8, 8), np.float32)}, fetch_list=[out])
+    assert res.shape == (2, 6, 4, 4)
+
+
+def test_fluid_scope_is_a_scope_the_executor_uses():
+    assert fluid.Scope is flotilla.framework.Scope
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        fluid.layers.fc(x, size=2)
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        fluid.Executor(fluid.CPUPlace()).run(startup)
+    param = main.global_block().all_parameters()[0].name
+    assert scope.find_var(param) is not None
+
+
+def test_loader_iterable_and_early_reset():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        loader = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=2, iterable=True)
+        other = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=2, iterable=False)
+    assert loader.iterable is True and other.iterable is False
+
+    def endless():
+        i = 0
+        while True:
+            yield (np.full([1, 2], i, np.float32),)
+            i += 1
+    loader.set_batch_generator(endless)
+    it = iter(loader())
+    assert next(it)[0]["x"][0, 0] == 0
+    loader._reset()
+    assert loader._thread is None
+    # A new pass starts from the generator's beginning again.
+    for data in loader():
+        assert data[0]["x"][0, 0] == 0
+        break
+
+
+def test_wait_server_ready_returns_once_the_port_listens():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = socket.socket()
+
+    def listen_later():
+        time.sleep(0.5)
+        server.bind(("127.0.0.1", port))
+        server.listen(1)
+    t = threading.Thread(target=listen_later)
+    start = time.monotonic()
+    t.start()
+    try:
+        private_helper_function.wait_server_ready([f"127.0.0.1:{port}"], poll_seconds=0.2)
+        assert time.monotonic() - start >= 0.5
+    finally:
+        t.join()
+        server.close()
+    with pytest.raises(ValueError, match="not host:port"):
+        private_helper_function.wait_server_ready(["localhost"])
+
+
+def test_cloud_role_maker_reads_the_environment_at_first_use(monkeypatch):
+    monkeypatch.setenv("TRAINING_ROLE", "TEST")
+    monkeypatch.setenv("PADDLE_PSERVERS_IP_PORT_LIST", "127.0.0.1:36001")
+    monkeypatch.setenv("PADDLE_TRAINERS_NUM", "2")
+    ro = role_maker.PaddleCloudRoleMaker(is_collective=False)  # as Paddle's: no error yet
+    with pytest.raises(ValueError, match="TRAINING_ROLE"):
+        ro.generate_role()
+    monkeypatch.setenv("TRAINING_ROLE", "TRAINER")
+    monkeypatch.setenv("PADDLE_TRAINER_ID", "1")
+    ro = role_maker.PaddleCloudRoleMaker(is_collective=False)
+    ro.generate_role()
+    assert ro.is_worker() and ro.worker_index() == 1 and ro.worker_num() == 2
+
+
+def test_general_role_maker_is_the_cloud_role_of_a_ps_job(monkeypatch):
+    monkeypatch.setenv("TRAINING_ROLE", "PSERVER")
+    monkeypatch.setenv("PADDLE_PSERVERS_IP_PORT_LIST", "127.0.0.1:36001,127.0.0.1:36002")
+    monkeypatch.setenv("PADDLE_TRAINERS_NUM", "3")
+    monkeypatch.setenv("POD_IP", "127.0.0.1")
+    monkeypatch.setenv("PADDLE_PORT", "36002")
+    ro = role_maker.GeneralRoleMaker(path="./gloo", init_timeout_seconds=10)
+    assert ro.is_server() and ro.server_index() == 1 and ro.worker_num() == 3
+    with pytest.raises(TypeError, match="unexpected arguments"):
+        role_maker.GeneralRoleMaker(bogus=1)
+
+
+def test_save_params_into_a_directory_named_with_a_slash(tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        fluid.layers.fc(x, size=3)
+    exe = fluid.Executor(fluid.CPUPlace())
+    target = str(tmp_path / "model") + "/"
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(startup)
+        fluid.io.save_params(exe, target, main_program=main)
+        fluid.io.save_params(exe, target, main_program=main)  # over an existing one
+        fluid.io.load_params(exe, target, main_program=main)
+    assert sorted(os.listdir(tmp_path)) == ["model"]
+    assert not [n for n in os.listdir(tmp_path / "model") if ".tmp." in n]
+
+
+def test_corpus_runner_reports_pass_and_fail(tmp_path):
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    (ref / "test_ok.py").write_text(
+        "import unittest\nimport paddle.fluid as fluid\n\n"
+        "class T(unittest.TestCase):\n    def test_scope(self):\n        fluid.Scope()\n")
+    (ref / "test_bad.py").write_text(
+        "import unittest\nimport paddle\n\n"
+        "class T(unittest.TestCase):\n    def test_dygraph(self):\n        paddle.disable_static()\n")
+    (ref / "book_mnist.py").write_text(
+        "import paddle\nassert len(list(paddle.dataset.mnist.test()())) == 500\n")
+    manifest = tmp_path / "m.json"
+    manifest.write_text(json.dumps({"scripts": [
+        {"script": "test_ok.py", "paddle_path": "p/test_ok.py", "how": "unittest"},
+        {"script": "test_bad.py", "paddle_path": "p/test_bad.py", "how": "unittest"},
+        {"script": "book_mnist.py", "paddle_path": "p/book_mnist.py", "how": "script", "data": ["mnist"]},
+        {"script": "test_absent.py", "paddle_path": "p/test_absent.py", "how": "unittest"}]}))
+    import subprocess
+    env = child_env()
+    proc = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "scripts", "paddle_corpus.py"),
+                           "--ref-dir", str(ref), "--manifest", str(manifest),
+                           "--pythonpath", env["PYTHONPATH"]],
+                          env=env, capture_output=True, text=True, timeout=300)
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines()]
+    status = {ln["script"]: ln["status"] for ln in lines if "script" in ln}
+    assert status == {"test_ok.py": "pass", "test_bad.py": "fail", "book_mnist.py": "pass",
+                      "test_absent.py": "absent"}, proc.stdout + proc.stderr
+    bad = next(ln for ln in lines if ln.get("script") == "test_bad.py")
+    assert "paddle.disable_static" in bad["error"] and bad["tests"] == 1 and bad["errors"] == 1
+    assert lines[-1] == {"summary": "paddle_corpus", "passed": 2, "total": 4, "pass_rate": 0.5}
+    assert proc.returncode == 1  # under the 90% asked for
