@@ -228,3 +228,36 @@ def test_corpus_runner_reports_pass_and_fail(tmp_path):
     assert "paddle.disable_static" in bad["error"] and bad["tests"] == 1 and bad["errors"] == 1
     assert lines[-1] == {"summary": "paddle_corpus", "passed": 2, "total": 4, "pass_rate": 0.5}
     assert proc.returncode == 1  # under the 90% asked for
+
+
+def test_vartype_names_dtypes_as_paddle_does():
+    from flotilla.fluid import core
+    t = fluid.create_lod_tensor(np.array([[1], [2], [3]], np.int64), [[1, 2]], fluid.CPUPlace())
+    assert t._dtype() == core.VarDesc.VarType.INT64 and t._dtype() != core.VarDesc.VarType.FP32
+    assert str(core.VarDesc.VarType.FP32) == "float32"
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="int64")
+        y = fluid.layers.cast(x, dtype=core.VarDesc.VarType.FP32)
+    (out,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.array([[1, 2]], np.int64)}, fetch_list=[y])
+    assert out.dtype == np.float32 and out.tolist() == [[1.0, 2.0]]
+
+
+def test_tensor_as_type_keeps_offsets():
+    from flotilla.fluid import core
+    t = fluid.create_lod_tensor(np.array([[1], [2], [3], [4]], np.int64), [[1, 3]], fluid.CPUPlace())
+    f = t._as_type(core.VarDesc.VarType.FP32)
+    assert f._dtype() == "float32" and f.recursive_sequence_lengths() == [[1, 3]]
+    np.testing.assert_array_equal(np.array(f), np.array([[1], [2], [3], [4]], np.float32))
+    assert t._dtype() == "int64"  # the original is unchanged
+
+
+def test_dlpack_round_trip():
+    from flotilla.fluid import core
+    t = fluid.create_lod_tensor(np.arange(6, dtype=np.float64).reshape(3, 2), [[1, 2]], fluid.CPUPlace())
+    capsule = t._to_dlpack()
+    back = core.from_dlpack(capsule)
+    assert isinstance(back, core.Tensor) and back._dtype() == "float64"
+    np.testing.assert_array_equal(np.array(back), np.arange(6, dtype=np.float64).reshape(3, 2))
+    with pytest.raises((TypeError, ValueError, RuntimeError, BufferError)):
+        core.from_dlpack(capsule)  # a capsule is consumed once
