@@ -130,6 +130,10 @@ class Executor:
         # The common case (a Program, a dict feed) touches nothing else:
         # exe.run's fixed cost is most of a small model's step.
         prog = program if type(program) is Program else _program_of(program)
+        if prog is not program and program is not None:  # a CompiledProgram: bound to its scope and place
+            program._compile(scope if scope is not None else global_scope(), self.place)
+            if scope is None:
+                scope = program._scope
         if _RUN_SETTINGS and prog._id in _RUN_SETTINGS:
             return self._run_with(_RUN_SETTINGS[prog._id], prog, feed, _fetch_names(fetch_list),
                                   scope if scope is not None else global_scope(), return_numpy)

@@ -261,3 +261,47 @@ def test_dlpack_round_trip():
     np.testing.assert_array_equal(np.array(back), np.arange(6, dtype=np.float64).reshape(3, 2))
     with pytest.raises((TypeError, ValueError, RuntimeError, BufferError)):
         core.from_dlpack(capsule)  # a capsule is consumed once
+
+
+def test_data_declared_again_is_the_same_variable():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32")
+        again = fluid.layers.data(name="x", shape=[2], dtype="float32")
+        assert again.name == x.name and list(again.shape) == [-1, 2]
+        with pytest.raises(ValueError, match=r"'x' has been created before .*shape \[-1, 3\]"):
+            fluid.layers.data(name="x", shape=[3], dtype="float32")
+        with pytest.raises(ValueError, match="dtype int64"):
+            fluid.layers.data(name="x", shape=[2], dtype="int64")
+        y = fluid.layers.fc(x, size=1)
+        with pytest.raises(ValueError, match="non-data variable"):
+            fluid.layers.data(name=y.name, shape=[1], dtype="float32")
+    assert [v.name for v in main.list_vars()].count("x") == 1
+
+
+def test_strategy_fields_of_later_paddle_releases():
+    import warnings as _w
+    from flotilla.distributed.fleet import DistributedStrategy
+    s = DistributedStrategy()
+    s.hybrid_configs = {"dp_degree": 1, "mp_degree": 2, "pp_degree": 4}
+    assert s.hybrid_configs["mp_degree"] == 2 and s.hybrid_configs["pp_degree"] == 4
+    s.trainer_desc_configs = {"dump_fields_path": "dump", "dump_fields": ["a", "b"], "dump_param": []}
+    assert s.trainer_desc_configs["dump_fields_path"] == "dump" and len(s.trainer_desc_configs["dump_fields"]) == 2
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        s.last_comm_group_size_MB = 50
+    assert s.last_comm_group_size_MB == 50
+    assert any("last_comm_group_size_MB" in str(w.message) for w in caught)  # a hint on the CPU backend
+    with pytest.raises(ValueError, match="greater than 0"):
+        s.last_comm_group_size_MB = -1
+    assert s.last_comm_group_size_MB == 50  # the refused value is not kept
+    with pytest.raises(TypeError):
+        s.fp16_allreduce = "True"
+    # Refused when applied, naming the field and the nearest option.
+    with pytest.raises(NotImplementedError, match=r"hybrid_configs.mp_degree=2 .*data parallelism"):
+        s._core.validate()
+
+
+def test_bfloat16_and_mkldnn_are_reported_absent():
+    from flotilla.fluid import core
+    assert core.supports_bfloat16() is False and core.is_compiled_with_mkldnn() is False

@@ -19,6 +19,9 @@ namespace flotilla::layers {
 // append_batch_size is set, a leading -1 (the batch) is added, as Paddle's
 // fluid.layers.data does; a shape with -1 is used as is. lod_level 1: each
 // batch is variable-length sequences packed along the first dimension.
+// Declaring a name again in the same program with the same shape, dtype and
+// lod_level returns that variable (as Paddle does); a different declaration
+// throws InvalidArgument naming both.
 Variable data(const std::string& name, Dims shape, DType dtype = DType::kFloat32,
               bool append_batch_size = true, int lod_level = 0);
 

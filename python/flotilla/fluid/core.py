@@ -19,6 +19,21 @@ def get_cuda_device_count() -> int:
     return 0
 
 
+def supports_bfloat16() -> bool:
+    """False: Flotilla's CPU kernels compute in float32/float64 only."""
+    return False
+
+
+def is_compiled_with_mkldnn() -> bool:
+    """False: Flotilla's CPU kernels are its own (BLAS for GEMM), not oneDNN."""
+    return False
+
+
+def is_compiled_with_xpu() -> bool:
+    """False: Flotilla has no XPU backend."""
+    return False
+
+
 class VarDesc:
     """Paddle's ``core.VarDesc``: only its ``VarType`` enum."""
 
@@ -77,5 +92,5 @@ def from_dlpack(dltensor: Any) -> Tensor:
     return _core.as_tensor(np.array(array))
 
 
-__all__ = ["VarDesc", "from_dlpack", "EOFException", "CPUPlace", "CUDAPlace", "is_compiled_with_cuda", "Scope", "LoDTensor", "Tensor",
+__all__ = ["VarDesc", "from_dlpack", "supports_bfloat16", "is_compiled_with_mkldnn", "is_compiled_with_xpu", "EOFException", "CPUPlace", "CUDAPlace", "is_compiled_with_cuda", "Scope", "LoDTensor", "Tensor",
            "get_cuda_device_count"]

@@ -63,6 +63,7 @@ _MODULES: Dict[str, str] = {
     "paddle.distributed.fleet.base": "flotilla.distributed.fleet.base",
     "paddle.distributed.fleet.base.role_maker": "flotilla.distributed.fleet.base.role_maker",
     "paddle.utils": "flotilla.paddle_compat.utils",
+    "paddle.framework.random": "flotilla.paddle_compat.framework_random",
     "paddle.utils.unique_name": "flotilla.fluid.unique_name",
 }
 
