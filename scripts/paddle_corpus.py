@@ -69,11 +69,13 @@ def load_manifest(path: str) -> List[Dict[str, Any]]:
 def make_local_datasets(data_dir: str) -> None:
     """Writes small local datasets in Paddle's cache layout under
     ``data_dir`` (what ``paddle.dataset.*`` reads with
-    FLOTILLA_DATA_HOME): MNIST's four idx files made from sklearn's
-    digits, and the UCI housing csv Debian's python3-sklearn ships."""
+    FLOTILLA_DATA_HOME): MNIST's four idx files and a CIFAR-10 archive made
+    from sklearn's digits, and the UCI housing csv Debian's python3-sklearn
+    ships."""
     import shutil
-    from flotilla.dataset import mnist
+    from flotilla.dataset import cifar, mnist
     mnist.write_local_copy(os.path.join(data_dir, "mnist"), train_size=2000, test_size=500)
+    cifar.write_local_copy(os.path.join(data_dir, "cifar"), train_size=640, test_size=256)
     shutil.copy(UCI_HOUSING_CSV, data_dir)
 
 

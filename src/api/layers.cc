@@ -259,6 +259,17 @@ Variable sigmoid_cross_entropy_with_logits(const Variable& x, const Variable& la
   return out;
 }
 
+Variable log_loss(const Variable& input, const Variable& label, float epsilon) {
+  LayerHelper helper("log_loss");
+  Variable loss = helper.CreateTmp(input.dtype());
+  helper.Append(OpDesc("log_loss")
+                    .In("Predicted", {input.name()})
+                    .In("Labels", {label.name()})
+                    .Out("Loss", {loss.name()})
+                    .Set("epsilon", epsilon));
+  return loss;
+}
+
 Variable accuracy(const Variable& input, const Variable& label, int k) {
   LayerHelper helper("accuracy");
   Variable acc = helper.CreateTmp(DType::kFloat32, "acc");

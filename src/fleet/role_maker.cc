@@ -121,20 +121,29 @@ bool PaddleCloudRoleMaker::ReadAloneCollective() {
 void PaddleCloudRoleMaker::ReadCollective(bool fallback) {
   const auto roles = roles::RoleEnvironment::Read(roles::ProcessEnv());
   if (fallback && !roles.HasRank() && ReadAloneCollective()) return;
-  const roles::Claim& size = RequireClaim(roles, RoleField::kWorldSize, "world size");
+  info_.worker_endpoints = ReadEndpoints("PADDLE_TRAINER_ENDPOINTS");
   const roles::Claim& rank = RequireClaim(roles, RoleField::kRank, "rank");
-  info_.worker_num = *roles.Int(RoleField::kWorldSize);
-  FLOTILLA_CHECK(info_.worker_num >= 1, InvalidArgument, "environment variable ", size.origin,
-                 "=", size.value, " must be at least 1");
+  // As Paddle's collective role maker: without a world-size variable, the
+  // job has as many workers as PADDLE_TRAINER_ENDPOINTS lists.
+  std::string size_origin = "PADDLE_TRAINER_ENDPOINTS", size_value;
+  if (roles.Get(RoleField::kWorldSize) == nullptr && !info_.worker_endpoints.empty()) {
+    info_.worker_num = static_cast<int>(info_.worker_endpoints.size());
+    size_value = StrCat(info_.worker_num, " endpoints");
+  } else {
+    const roles::Claim& size = RequireClaim(roles, RoleField::kWorldSize, "world size");
+    size_origin = size.origin;
+    size_value = size.value;
+    info_.worker_num = *roles.Int(RoleField::kWorldSize);
+    FLOTILLA_CHECK(info_.worker_num >= 1, InvalidArgument, "environment variable ", size.origin,
+                   "=", size.value, " must be at least 1");
+  }
   info_.worker_index = *roles.Int(RoleField::kRank);
   FLOTILLA_CHECK(info_.worker_index < info_.worker_num, InvalidArgument,
                  "environment variable ", rank.origin, "=", rank.value, " must be in [0, ",
-                 info_.worker_num, ") (", size.origin, "=", size.value, ")");
+                 info_.worker_num, ") (", size_origin, "=", size_value, ")");
   ReadStore(roles, info_);
   if (auto job = roles.Value(RoleField::kJobId)) info_.job_id = *job;
-  info_.worker_endpoints = ReadEndpoints("PADDLE_TRAINER_ENDPOINTS");
-  CheckEndpointCount(info_.worker_endpoints, info_.worker_num, "PADDLE_TRAINER_ENDPOINTS",
-                     size.origin);
+  CheckEndpointCount(info_.worker_endpoints, info_.worker_num, "PADDLE_TRAINER_ENDPOINTS", size_origin);
   info_.current_endpoint = env::GetOr("PADDLE_CURRENT_ENDPOINT", "");
   if (!info_.current_endpoint.empty()) {
     ParseHostPort(info_.current_endpoint, "environment variable PADDLE_CURRENT_ENDPOINT");

@@ -76,6 +76,20 @@ TEST(PaddleCloudRoleMaker, CollectiveReadsTheContract) {
   EXPECT_EQ(role.info().store_address, "127.0.0.1:6000");
 }
 
+TEST(PaddleCloudRoleMaker, CollectiveWorldSizeFromTheEndpointList) {
+  // Paddle's collective role maker counts PADDLE_TRAINER_ENDPOINTS when no
+  // world size is given.
+  {
+    ScopedEnv env({{"PADDLE_TRAINER_ID", "1"}, {"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:36001,127.0.0.1:36002"}});
+    PaddleCloudRoleMaker role(true);
+    EXPECT_EQ(role.worker_index(), 1);
+    EXPECT_EQ(role.worker_num(), 2);
+  }
+  ScopedEnv env({{"PADDLE_TRAINER_ID", "2"}, {"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:36001,127.0.0.1:36002"}});
+  EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true); }).find("PADDLE_TRAINER_ENDPOINTS=2 endpoints"),
+            std::string::npos);
+}
+
 TEST(PaddleCloudRoleMaker, TorchStyleVariablesWithoutALauncher) {
   ScopedEnv env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
                  {"MASTER_PORT", "29411"}});

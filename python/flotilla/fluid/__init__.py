@@ -19,6 +19,7 @@ from ..param_attr import ParamAttr  # noqa: F401
 from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda  # noqa: F401
 from ..strategies import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from ..distributed.transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
+from ..inference_transpiler import InferenceTranspiler  # noqa: F401
 from ..static.io import load, load_program_state, save, set_program_state  # noqa: F401
 from . import compiler, core, dataset, unique_name  # noqa: F401
 from .core import LoDTensor  # noqa: F401
@@ -33,5 +34,6 @@ __all__ = ["layers", "nets", "optimizer", "initializer", "regularizer", "io", "c
            "global_scope", "name_scope", "program_guard", "scope_guard", "ParamAttr", "CPUPlace", "CUDAPlace",
            "cpu_places", "cuda_places", "is_compiled_with_cuda", "BuildStrategy", "CompiledProgram", "compiler",
            "save", "load", "load_program_state", "set_program_state",
-           "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig", "dataset", "DatasetFactory",
+           "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig", "InferenceTranspiler",
+           "dataset", "DatasetFactory",
            "InMemoryDataset", "QueueDataset", "create_lod_tensor", "create_random_int_lodtensor", "LoDTensor", "data"]

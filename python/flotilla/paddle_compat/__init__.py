@@ -58,6 +58,7 @@ _MODULES: Dict[str, str] = {
     "paddle.dataset": "flotilla.dataset",
     "paddle.dataset.uci_housing": "flotilla.dataset.uci_housing",
     "paddle.dataset.mnist": "flotilla.dataset.mnist",
+    "paddle.dataset.cifar": "flotilla.dataset.cifar",
     "paddle.distributed": "flotilla.distributed",
     "paddle.distributed.fleet": "flotilla.distributed.fleet",
     "paddle.distributed.fleet.base": "flotilla.distributed.fleet.base",

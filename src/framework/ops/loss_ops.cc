@@ -1,4 +1,4 @@
-// cross_entropy (on probabilities) and sigmoid_cross_entropy_with_logits.
+// cross_entropy (on probabilities), sigmoid_cross_entropy_with_logits and log_loss.
 //
 // cross_entropy takes probabilities, so it clips them at a tiny epsilon
 // before the log (as Paddle does): a zero probability of the true class
@@ -235,6 +235,72 @@ std::vector<OpDesc> SigmoidCeGrad(const OpDesc& fwd) {
       .InputGrads({"X"});
 }
 
+// ---- log_loss: negative log likelihood of probabilities ----
+//
+// Loss = -Labels·log(Predicted + ε) - (1 - Labels)·log(1 - Predicted + ε),
+// elementwise (Paddle's log_loss); Predicted and Labels are [N, 1].
+
+void LogLossShape(InferShapeContext& ctx) {
+  Dims pred = ctx.InputDim("Predicted");
+  Dims label = ctx.InputDim("Labels");
+  FLOTILLA_ENFORCE(DimsCompatible(pred, label) || DimsCompatible(label, pred), ctx.Where(),
+                   ": Labels has shape ", DimsToString(label), " but Predicted has ", DimsToString(pred));
+  ctx.SetOutputDim("Loss", pred);
+}
+
+void CheckLogLossInputs(const ExecutionContext& ctx, const Tensor& pred, const Tensor& label) {
+  FLOTILLA_ENFORCE(label.dims() == pred.dims(), ctx.Where(), ": Labels has shape ", DimsToString(label.dims()),
+                   " but Predicted has ", DimsToString(pred.dims()), "; they must match");
+  ExpectDType(label, pred.dtype(), ctx.Where(), "Labels");
+}
+
+void LogLossKernel(ExecutionContext& ctx) {
+  const Tensor& pred = ctx.Input("Predicted");
+  const Tensor& label = ctx.Input("Labels");
+  CheckLogLossInputs(ctx, pred, label);
+  const float eps = ctx.Attr<float>("epsilon");
+  Tensor* loss = ctx.Output("Loss");
+  loss->Resize(pred.dims());
+  VisitFloatDType(pred.dtype(), ctx.Where(), [&]<typename T>() {
+    const T* p = pred.data<T>();
+    const T* z = label.data<T>();
+    T* out = loss->mutable_data<T>();
+    for (int64_t i = 0; i < pred.numel(); ++i) {
+      out[i] = -z[i] * std::log(p[i] + T(eps)) - (T(1) - z[i]) * std::log(T(1) - p[i] + T(eps));
+    }
+  });
+}
+
+// dPredicted = dLoss · (-(Labels / (Predicted + ε)) + (1 - Labels) / (1 - Predicted + ε)).
+void LogLossGradKernel(ExecutionContext& ctx) {
+  if (!ctx.HasOutput("Predicted@GRAD")) return;
+  const Tensor& pred = ctx.Input("Predicted");
+  const Tensor& label = ctx.Input("Labels");
+  CheckLogLossInputs(ctx, pred, label);
+  const Tensor& dloss = ctx.Input("Loss@GRAD");
+  FLOTILLA_ENFORCE(dloss.dims() == pred.dims(), ctx.Where(), ": Loss@GRAD has shape ",
+                   DimsToString(dloss.dims()), " but Predicted has ", DimsToString(pred.dims()));
+  const float eps = ctx.Attr<float>("epsilon");
+  Tensor* dpred = ctx.Output("Predicted@GRAD");
+  dpred->Resize(pred.dims());
+  VisitFloatDType(pred.dtype(), ctx.Where(), [&]<typename T>() {
+    const T* p = pred.data<T>();
+    const T* z = label.data<T>();
+    const T* d = dloss.data<T>();
+    T* out = dpred->mutable_data<T>();
+    for (int64_t i = 0; i < pred.numel(); ++i) {
+      out[i] = d[i] * (-z[i] / (p[i] + T(eps)) + (T(1) - z[i]) / (T(1) - p[i] + T(eps)));
+    }
+  });
+}
+
+std::vector<OpDesc> LogLossGrad(const OpDesc& fwd) {
+  return GradOpBuilder(fwd, "log_loss_grad")
+      .ForwardInputs({"Predicted", "Labels"})
+      .OutputGrads({"Loss"})
+      .InputGrads({"Predicted"});
+}
+
 }  // namespace
 
 void RegisterLossOps() {
@@ -261,6 +327,17 @@ void RegisterLossOps() {
               .infer_shape = InferGradShapeLikeForward,
               .kernels = {{Place::Kind::kCPU, SigmoidCeGradKernel}},
               .default_attrs = sce_attrs});
+  AttributeMap log_loss_attrs = {{"epsilon", 1e-4f}};
+  r.Register({.type = "log_loss",
+              .infer_shape = LogLossShape,
+              .kernels = {{Place::Kind::kCPU, LogLossKernel}},
+              .grad_maker = LogLossGrad,
+              .default_attrs = log_loss_attrs,
+              .no_grad_inputs = {"Labels"}});
+  r.Register({.type = "log_loss_grad",
+              .infer_shape = InferGradShapeLikeForward,
+              .kernels = {{Place::Kind::kCPU, LogLossGradKernel}},
+              .default_attrs = log_loss_attrs});
 }
 
 }  // namespace flotilla::ops

@@ -52,6 +52,7 @@ class DistributedOptimizer:
         set_run_settings(loss.block.program, fields.get("num_iteration_per_run", 1),
                          fields.get("num_iteration_per_drop_scope", 0))
         self._fleet._minimized = True
+        self._fleet._applied = strategy
         return result
 
     @property
@@ -70,6 +71,7 @@ class Fleet:
         self._role: Optional[RoleMakerBase] = None
         self._strategy: Optional[DistributedStrategy] = None
         self._minimized = False
+        self._applied: Optional[DistributedStrategy] = None  # the strategy of the last minimize
 
     # ---- setting up ----
 
@@ -101,6 +103,7 @@ class Fleet:
         self._role = role_maker
         self._strategy = strategy
         self._minimized = False
+        self._applied = None
         util = current_util()
         util._set_role_maker(role_maker)
         util._set_strategy(strategy)
@@ -111,6 +114,27 @@ class Fleet:
         return self._role
 
     # ---- the role ----
+
+    # Paddle's meta optimizers, by the strategy field whose behaviour they are.
+    _META_OPTIMIZERS = (("localsgd", "LocalSGDOptimizer"), ("gradient_merge", "GradientMergeOptimizer"))
+
+    def _get_applied_meta_list(self) -> List[str]:
+        """Paddle's names of the meta optimizers whose behaviour the last
+        ``minimize`` applied: ``ParameterServerOptimizer`` for a
+        parameter-server job, ``LocalSGDOptimizer`` and
+        ``GradientMergeOptimizer`` for those strategy fields; [] before any
+        minimize."""
+        strategy = self._applied
+        if strategy is None:
+            return []
+        role = self._role
+        if role is not None and not role._is_collective and not role._is_non_distributed():
+            return ["ParameterServerOptimizer"]
+        return [name for field, name in self._META_OPTIMIZERS if getattr(strategy, field)]
+
+    def _get_applied_graph_list(self) -> List[str]:
+        """[]: Flotilla runs the program's ops as built, with no graph passes."""
+        return []
 
     def is_worker(self) -> bool:
         """True on a trainer."""
