@@ -305,3 +305,125 @@ def test_strategy_fields_of_later_paddle_releases():
 def test_bfloat16_and_mkldnn_are_reported_absent():
     from flotilla.fluid import core
     assert core.supports_bfloat16() is False and core.is_compiled_with_mkldnn() is False
+
+
+def test_log_loss_value_and_gradient_against_finite_differences():
+    # p = sigmoid(w) for a parameter w; one SGD step of rate 1 moves w by
+    # -d loss / d w, which must match central differences of the formula.
+    w0 = np.array([[2.0], [-1.0], [0.5]])
+    zv = np.array([[1.0], [0.0], [0.3]])
+
+    def value(w):
+        p = 1 / (1 + np.exp(-w))
+        return float(np.mean(-zv * np.log(p + 1e-4) - (1 - zv) * np.log(1 - p + 1e-4)))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        w = fluid.layers.create_parameter(shape=[3, 1], dtype="float64", name="w",
+                                          default_initializer=flotilla.initializer.Constant(0.0))
+        z = fluid.layers.data(name="z", shape=[3, 1], dtype="float64", append_batch_size=False)
+        loss = fluid.layers.mean(flotilla.nn.functional.log_loss(fluid.layers.sigmoid(w), z, epsilon=1e-4))
+        fluid.optimizer.SGD(learning_rate=1.0).minimize(loss)
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        scope.find_var("w").get_tensor().set(w0, fluid.CPUPlace())
+        (got,) = exe.run(main, feed={"z": zv}, fetch_list=[loss])
+        stepped = np.array(scope.find_var("w").get_tensor())
+    assert abs(float(got) - value(w0)) < 1e-9  # epsilon is a float32 attribute
+    h = 1e-6
+    for i in range(3):
+        up, dn = w0.copy(), w0.copy()
+        up[i] += h
+        dn[i] -= h
+        assert abs((w0[i, 0] - stepped[i, 0]) - (value(up) - value(dn)) / (2 * h)) < 1e-6
+
+
+def test_cifar_reads_paddles_archive(tmp_path, monkeypatch):
+    from flotilla.dataset import cifar
+    monkeypatch.setenv("FLOTILLA_DATA_HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"cifar/cifar-10-python.tar.gz.*downloads nothing"):
+        cifar.train10()
+    cifar.write_local_copy(str(tmp_path / "cifar"), train_size=20, test_size=7)
+    train = list(cifar.train10()())
+    assert len(train) == 20 and len(list(cifar.test10()())) == 7
+    image, label = train[0]
+    assert image.shape == (3072,) and image.dtype == np.float32 and 0.0 <= image.min() <= image.max() <= 1.0
+    assert isinstance(label, int) and 0 <= label <= 9
+    cycled = cifar.test10(cycle=True)()
+    assert len([next(cycled) for _ in range(15)]) == 15  # starts over past the 7 samples
+
+
+def test_inference_transpiler_leaves_the_program_and_warns_once():
+    import warnings as _w
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32")
+        fluid.layers.fc(x, size=1)
+    before = str(main)
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        fluid.InferenceTranspiler().transpile(main, fluid.CPUPlace())
+        fluid.InferenceTranspiler().transpile(main, fluid.CPUPlace())
+    assert str(main) == before
+    assert len([w for w in caught if "InferenceTranspiler" in str(w.message)]) <= 1
+    with pytest.raises(TypeError):
+        fluid.InferenceTranspiler().transpile("program", fluid.CPUPlace())
+    with pytest.raises(NotImplementedError, match="float16_transpile"):
+        fluid.InferenceTranspiler().float16_transpile(main, fluid.CPUPlace())
+
+
+def test_compiled_program_binds_its_scope_and_checks_shared_sources():
+    prog = fluid.Program()
+    cp = fluid.CompiledProgram(prog)
+    scope = fluid.global_scope()
+    cp._compile(scope, fluid.CPUPlace())
+    cp._compile(scope, fluid.CPUPlace())  # the same scope again is fine
+    with pytest.raises(ValueError, match="different scope"):
+        cp._compile(fluid.Scope(), fluid.CPUPlace())
+    plain = fluid.CompiledProgram(fluid.Program())
+    plain._compile(scope, fluid.CPUPlace())
+    shared = fluid.CompiledProgram(fluid.Program()).with_data_parallel(share_vars_from=plain)
+    with pytest.raises(ValueError, match="not data parallel"):
+        shared._compile(scope, fluid.CPUPlace())
+    never_run = fluid.CompiledProgram(fluid.Program()).with_data_parallel()
+    shared = fluid.CompiledProgram(fluid.Program()).with_data_parallel(share_vars_from=never_run)
+    with pytest.raises(ValueError, match="not compiled and executed"):
+        shared._compile(scope, fluid.CPUPlace())
+
+
+def test_program_lists_its_variables_and_parameters():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        fluid.layers.fc(x, size=2)
+    names = [v.name for v in main.list_vars()]
+    params = [v.name for v in main.all_parameters()]
+    assert names[0] == "x" and len(params) == 2 and set(params) <= set(names)
+    assert set(main.global_block().vars) == set(names)
+
+
+def test_manual_program_seed_seeds_both_default_programs():
+    from flotilla.paddle_compat import framework_random
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        framework_random._manual_program_seed(123)
+    assert main.random_seed == 123 and startup.random_seed == 123
+
+
+def test_applied_meta_list_names_what_minimize_applied(monkeypatch):
+    from flotilla.distributed import fleet
+    for var in ("PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ENDPOINTS", "TRAINING_ROLE",
+                "PADDLE_PSERVERS_IP_PORT_LIST"):
+        monkeypatch.delenv(var, raising=False)
+    fleet.init(is_collective=True)
+    assert fleet._get_applied_meta_list() == [] and fleet._get_applied_graph_list() == []
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32")
+        loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        strategy = fleet.DistributedStrategy()
+        strategy.gradient_merge = True
+        strategy.gradient_merge_configs = {"k_steps": 2}
+        fleet.distributed_optimizer(fluid.optimizer.SGD(0.1), strategy).minimize(loss)
+    assert fleet._get_applied_meta_list() == ["GradientMergeOptimizer"]
