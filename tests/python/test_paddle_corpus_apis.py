@@ -427,3 +427,46 @@ def test_applied_meta_list_names_what_minimize_applied(monkeypatch):
         strategy.gradient_merge_configs = {"k_steps": 2}
         fleet.distributed_optimizer(fluid.optimizer.SGD(0.1), strategy).minimize(loss)
     assert fleet._get_applied_meta_list() == ["GradientMergeOptimizer"]
+
+
+def test_reader_decorators_as_paddles():
+    from flotilla import reader as R
+
+    def ten():
+        return iter(range(10))
+    assert list(R.map_readers(lambda a, b: a + b, ten, ten)()) == [2 * i for i in range(10)]
+    assert list(R.compose(ten, lambda: iter((i, -i) for i in range(10)))())[3] == (3, 3, -3)
+    with pytest.raises(R.ComposeNotAligned):
+        list(R.compose(R.chain(ten, ten), ten)())
+    assert len(list(R.compose(R.chain(ten, ten), ten, check_alignment=False)())) == 10
+    assert list(R.shuffle(ten, 0)()) == list(range(10)) and sorted(R.shuffle(ten, 4)()) == list(range(10))
+    assert list(R.xmap_readers(lambda x: x * 3, ten, 4, 2, order=True)()) == [3 * i for i in range(10)]
+    assert sorted(R.xmap_readers(lambda x: x * 3, ten, 4, 2)()) == [3 * i for i in range(10)]
+    assert list(R.fake(ten, 4)()) == [0, 0, 0, 0] and list(R.cache(ten)()) == list(range(10))
+
+    def slow():
+        for i in range(5):
+            time.sleep(0.05)
+            yield i
+    b = R.buffered(slow, 5)()
+    assert next(b) == 0
+    time.sleep(0.4)  # the thread reads the rest meanwhile
+    start = time.monotonic()
+    assert list(b) == [1, 2, 3, 4] and time.monotonic() - start < 0.1
+
+    def broken():
+        yield 1
+        raise KeyError("bad sample")
+    with pytest.raises(KeyError, match="bad sample"):
+        list(R.buffered(broken, 2)())
+
+
+def test_pipe_and_multiprocess_readers(tmp_path):
+    from flotilla import reader as R
+    f = tmp_path / "lines.txt"
+    f.write_text("a\nbb\nccc\n")
+    assert list(R.PipeReader(f"cat {f}", bufsize=2).get_line()) == ["a", "bb", "ccc"]
+    parts = [lambda k=k: iter(range(k * 100, k * 100 + 50)) for k in range(3)]
+    for use_pipe in (True, False):
+        got = sorted(R.multiprocess_reader(parts, use_pipe, 10)())
+        assert got == sorted(v for k in range(3) for v in range(k * 100, k * 100 + 50))
