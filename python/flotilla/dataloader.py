@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 from .data_feeder import DataFeeder
 from .errors import EOFException
 from .framework import Program, Variable
+from .reader import put_unless_stopped
 
 _END = object()
 _started: List["GeneratorLoader"] = []  # non-iterable loaders between start() and reset()
@@ -151,13 +152,7 @@ class GeneratorLoader:
     def _produce(self, q: queue.Queue, stop: threading.Event) -> None:
         try:
             for feed in self._batches():
-                while not stop.is_set():
-                    try:
-                        q.put(feed, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put_unless_stopped(q, feed, stop):
                     return
             q.put(_END)
         except BaseException as e:  # delivered to the consumer and raised there

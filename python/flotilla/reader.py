@@ -56,6 +56,18 @@ def batch(reader: Reader, batch_size: int, drop_last: bool = False) -> Reader:
 _END = object()
 
 
+def put_unless_stopped(q: queue.Queue, item: Any, stop: threading.Event) -> bool:
+    """Puts ``item`` into the bounded queue ``q``, waiting for room until
+    ``stop`` is set; False when it was set first (the consumer left)."""
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
 class _Raised:
     def __init__(self, error: BaseException):
         self.error = error
@@ -72,13 +84,7 @@ def buffered(reader: Reader, size: int) -> Reader:
         def fill() -> None:
             try:
                 for sample in reader():
-                    while not stop.is_set():
-                        try:
-                            q.put(sample, timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-                    if stop.is_set():
+                    if not put_unless_stopped(q, sample, stop):
                         return
                 q.put(_END)
             except BaseException as e:  # handed to the consumer
