@@ -470,3 +470,28 @@ def test_pipe_and_multiprocess_readers(tmp_path):
     for use_pipe in (True, False):
         got = sorted(R.multiprocess_reader(parts, use_pipe, 10)())
         assert got == sorted(v for k in range(3) for v in range(k * 100, k * 100 + 50))
+
+
+def test_saving_a_model_without_variables_warns_as_paddle(tmp_path):
+    import warnings as _w
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        data = fluid.layers.data(name="data", shape=[-1, 1], dtype="float32", append_batch_size=False)
+        plus = data + 1
+        w_main, w_startup = fluid.Program(), fluid.Program()
+    exe = fluid.Executor(fluid.CPUPlace())
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        fluid.io.save_inference_model(str(tmp_path / "m"), ["data"], [plus], exe, main_program=main,
+                                      model_filename="model", params_filename="params")
+    assert any("no variable in your model" in str(w.message) for w in caught)
+    assert (tmp_path / "m" / "model").exists()
+    with fluid.program_guard(w_main, w_startup):
+        x = fluid.layers.data(name="x", shape=[2], dtype="float32")
+        y = fluid.layers.fc(x, size=1)
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(w_startup)
+        with _w.catch_warnings(record=True) as caught:
+            _w.simplefilter("always")
+            fluid.io.save_inference_model(str(tmp_path / "w"), ["x"], [y], exe, main_program=w_main)
+    assert not any("no variable in your model" in str(w.message) for w in caught)
