@@ -495,3 +495,25 @@ def test_saving_a_model_without_variables_warns_as_paddle(tmp_path):
             _w.simplefilter("always")
             fluid.io.save_inference_model(str(tmp_path / "w"), ["x"], [y], exe, main_program=w_main)
     assert not any("no variable in your model" in str(w.message) for w in caught)
+
+
+def test_set_and_get_paddle_flags(monkeypatch):
+    import warnings as _w
+    from flotilla.distributed.fleet import paddle_flags
+    monkeypatch.delenv("FLAGS_eager_delete_tensor_gb", raising=False)
+    monkeypatch.setattr(paddle_flags, "_set_values", {})
+    assert fluid.get_flags("FLAGS_eager_delete_tensor_gb") == {"FLAGS_eager_delete_tensor_gb": 0.0}
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        fluid.set_flags({"FLAGS_eager_delete_tensor_gb": 1.5})
+    assert fluid.get_flags(["FLAGS_eager_delete_tensor_gb"]) == {"FLAGS_eager_delete_tensor_gb": 1.5}
+    assert os.environ["FLAGS_eager_delete_tensor_gb"] == "1.5"  # children see it
+    assert any("FLAGS_eager_delete_tensor_gb" in str(w.message) for w in caught)  # not honoured: said so
+    with pytest.raises(TypeError):
+        fluid.set_flags(["FLAGS_check_nan_inf"])
+    with pytest.raises(ValueError, match="FLAGS_free_idle_chunk"):
+        fluid.set_flags({"FLAGS_free_idle_chunk": True})
+    with pytest.raises(TypeError):
+        fluid.get_flags(1)
+    with pytest.raises(ValueError):
+        fluid.get_flags("FLAGS_free_idle_chunk")
