@@ -91,6 +91,31 @@ def _feed_dict(feed: Any, program: Program) -> Dict[str, Any]:
     return feed
 
 
+def _feeds_per_place(feed: Any, program: Program, places: int) -> List[Dict[str, Any]]:
+    """The feed of each place: a list of ``places`` dicts as given, a dict
+    split along its batch dimension, or the next ``places`` batches of the
+    program's started DataLoader (EOFException when fewer are left)."""
+    if isinstance(feed, (list, tuple)):
+        if len(feed) != places or not all(isinstance(f, dict) for f in feed):
+            raise ValueError(f"Executor.run: {places} places take a list of {places} feed dicts, got {len(feed)}")
+        return list(feed)
+    if feed:
+        parts: List[Dict[str, Any]] = [{} for _ in range(places)]
+        for name, value in feed.items():
+            array = np.asarray(value)
+            if array.shape[0] % places:
+                raise ValueError(f"Executor.run: feed '{name}' has {array.shape[0]} rows, which {places} places "
+                                 "cannot share equally")
+            for i, piece in enumerate(np.split(array, places)):
+                parts[i][name] = piece
+        return parts
+    from .dataloader import started_loader_for
+    loader = started_loader_for(program)
+    if loader is None:
+        return [{} for _ in range(places)]
+    return [loader._next_feed() for _ in range(places)]
+
+
 class Executor:
     """Runs programs (Paddle's ``Executor(place)``).
 
@@ -134,6 +159,8 @@ class Executor:
             program._compile(scope if scope is not None else global_scope(), self.place)
             if scope is None:
                 scope = program._scope
+            if program._place_count > 1:
+                return self._run_over_places(program._place_count, prog, feed, fetch_list, scope, return_numpy)
         if _RUN_SETTINGS and prog._id in _RUN_SETTINGS:
             return self._run_with(_RUN_SETTINGS[prog._id], prog, feed, _fetch_names(fetch_list),
                                   scope if scope is not None else global_scope(), return_numpy)
@@ -142,6 +169,22 @@ class Executor:
         if scope is None and _scope_stack:
             scope = _scope_stack[-1]
         return self._exe._run(prog, feed, fetch_list, scope, return_numpy)
+
+    def _run_over_places(self, places: int, prog: Program, feed: Any, fetch_list: Any, scope: Scope,
+                         return_numpy: bool) -> List[Any]:
+        """One run per place of a program that does not train (Paddle's
+        ParallelExecutor over CPU places); the fetches of the places
+        concatenated along dimension 0."""
+        grads = [t for t in prog.global_block().ops if str(t).endswith("_grad")]
+        if grads:
+            raise NotImplementedError(
+                f"CompiledProgram.with_data_parallel over {places} places of one process, for a program that "
+                "trains, is not in Flotilla; nearest Flotilla API: fleet.distributed_optimizer under "
+                "`flotilla launch --nproc_per_node N` (one process per place)")
+        feeds = _feeds_per_place(feed, prog, places)
+        outs = [self._exe._run(prog, f, fetch_list, scope, True) for f in feeds]
+        merged = [np.concatenate([np.atleast_1d(o[i]) for o in outs], axis=0) for i in range(len(outs[0]))]
+        return merged if return_numpy else [_core.as_tensor(m) for m in merged]
 
     def _run_with(self, settings: _RunSettings, prog: Program, feed: Any, fetch_names: List[str],
                   scope: Scope, return_numpy: bool) -> List[Any]:

@@ -114,6 +114,7 @@ class CompiledProgram:
         self._compiled = False
         self._scope: Any = None
         self._place: Any = None
+        self._place_count = 1
 
     def _compile(self, scope: Any, place: Any) -> "CompiledProgram":
         """Binds the program to the scope and place it runs with, as Paddle's
@@ -143,13 +144,16 @@ class CompiledProgram:
     def with_data_parallel(self, loss_name: Optional[str] = None, build_strategy: Optional[BuildStrategy] = None,
                            exec_strategy: Optional[ExecutionStrategy] = None, share_vars_from: Any = None,
                            places: Any = None) -> "CompiledProgram":
-        """Data parallelism on the places of this process. Flotilla runs one
-        process per device (``flotilla launch``, fleet), so only one place is
-        accepted here."""
-        if places is not None and len(places) > 1:
-            raise NotImplementedError(
-                f"CompiledProgram.with_data_parallel(places={places!r}): Flotilla runs one process per "
-                "device; nearest: fleet.distributed_optimizer under `flotilla launch --devices ...`")
+        """Data parallelism over the places of this process, as Paddle's
+        ParallelExecutor: with several ``places`` each run takes one batch
+        per place (a feed per place, a feed dict split along its batch
+        dimension, or that many batches of a started DataLoader) and returns
+        the fetches of every place concatenated along dimension 0. A program
+        that trains (holds backward ops) runs on one place per process:
+        several places raise NotImplementedError naming fleet under
+        ``flotilla launch``, the nearest Flotilla API."""
+        if places is not None:
+            self._place_count = len(places) if isinstance(places, (list, tuple)) else 1
         if share_vars_from is not None and not isinstance(share_vars_from, CompiledProgram):
             raise TypeError(f"with_data_parallel: share_vars_from must be a CompiledProgram, got "
                             f"{type(share_vars_from).__name__}")

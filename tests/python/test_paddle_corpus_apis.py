@@ -517,3 +517,41 @@ def test_set_and_get_paddle_flags(monkeypatch):
         fluid.get_flags(1)
     with pytest.raises(ValueError):
         fluid.get_flags("FLAGS_free_idle_chunk")
+
+
+def test_inference_over_several_places_of_one_process():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[2, 3], dtype="float32")  # a fixed batch of 2 per place
+        y = fluid.layers.fc(x, size=4)
+        loader = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=4, iterable=True)
+        other = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=4, iterable=False)
+    batches = [np.full([2, 3], i, np.float32) for i in range(7)]
+    loader.set_batch_generator(lambda: ((b,) for b in batches), places=fluid.cpu_places(3))
+    other.set_batch_generator(lambda: ((b,) for b in batches))
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(startup)
+        one = fluid.CompiledProgram(main)
+        three = fluid.CompiledProgram(main).with_data_parallel(places=fluid.cpu_places(3))
+        steps = list(loader())
+        assert len(steps) == 2 and all(len(s) == 3 for s in steps)  # the 7th batch is dropped
+        (got,) = exe.run(three, feed=steps[1], fetch_list=[y])
+        want = np.concatenate([exe.run(one, feed={"x": b}, fetch_list=[y])[0] for b in batches[3:6]])
+        assert got.shape == (6, 4)
+        np.testing.assert_array_equal(got, want)
+        (split,) = exe.run(three, feed={"x": np.concatenate(batches[3:6])}, fetch_list=[y])
+        np.testing.assert_array_equal(split, want)  # a dict feed is shared out along the batch
+        with pytest.raises(ValueError, match="cannot share equally"):
+            exe.run(three, feed={"x": np.zeros([4, 3], np.float32)}, fetch_list=[y])
+        other.start()
+        (first,) = exe.run(three, fetch_list=[x])
+        (second,) = exe.run(three, fetch_list=[x])
+        assert first[:, 0].tolist() == [0, 0, 1, 1, 2, 2] and second[:, 0].tolist() == [3, 3, 4, 4, 5, 5]
+        with pytest.raises(flotilla.errors.EOFException):
+            exe.run(three, fetch_list=[x])
+        other.reset()
+    from flotilla.dataloader import keep_data_loader_order
+    keep_data_loader_order(False)
+    with pytest.raises(TypeError):
+        keep_data_loader_order("no")

@@ -38,6 +38,7 @@ _MODULES: Dict[str, str] = {
     "paddle.fluid.lod_tensor": "flotilla.lod_tensor",
     "paddle.fluid.framework": "flotilla.framework",
     "paddle.fluid.executor": "flotilla.executor",
+    "paddle.fluid.reader": "flotilla.dataloader",
     "paddle.fluid.transpiler": "flotilla.distributed.transpiler",
     "paddle.fluid.transpiler.distribute_transpiler": "flotilla.distributed.transpiler",
     "paddle.fluid.incubate.fleet.base.role_maker": "flotilla.distributed.fleet.base.role_maker",
