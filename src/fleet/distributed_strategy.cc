@@ -73,6 +73,7 @@ constexpr FieldRule kHints[] = {
     {"build_strategy.reduce_strategy", "every rank all-reduces every gradient (the same result)"},
     {"build_strategy.trainers_endpoints", "the role maker gives the ranks"},
     {"build_strategy.memory_optimize", "the executor reuses its temporaries by itself"},
+    {"a_sync_configs.launch_barrier", "trainers always wait until the servers are up, which changes no result"},
 };
 
 // Refused: they would change what training computes, and Flotilla does not
@@ -112,7 +113,6 @@ constexpr FieldRule kRefused[] = {
     {"a_sync_configs.send_wait_times", "leave it at 1; nearest: max_merge_var_num"},
     {"a_sync_configs.runtime_split_send_recv",
      "leave it false (tables are split across servers when the program is transpiled)"},
-    {"a_sync_configs.launch_barrier", "leave it true (trainers always wait for the servers)"},
     {"a_sync_configs.lr_decay_steps",
      "leave it at 10 (servers apply the learning rate the trainers' program computes)"},
 };

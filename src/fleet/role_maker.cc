@@ -59,8 +59,10 @@ PaddleCloudRoleMaker::PaddleCloudRoleMaker(bool is_collective, bool non_distribu
   info_.host_id = env::GetOr("FLOTILLA_HOST_ID", env::GetOr("SLURMD_NODENAME", ""));
   if (is_collective) {
     ReadCollective(non_distributed_fallback);
-  } else if (non_distributed_fallback && !env::Get("TRAINING_ROLE") && !env::Get("PADDLE_PSERVERS_IP_PORT_LIST")) {
-    info_.non_distributed = true;  // Paddle's "back to non_distributed execution"
+  } else if (non_distributed_fallback && !env::Get("PADDLE_PSERVERS_IP_PORT_LIST")) {
+    // Paddle's "back to non_distributed execution": no server list, whatever
+    // TRAINING_ROLE says.
+    info_.non_distributed = true;
   } else {
     ReadParameterServer();
   }

@@ -257,6 +257,16 @@ TEST(PaddleCloudRoleMaker, NonDistributedFallbackAsPaddle) {
     EXPECT_EQ(ps.server_num(), 0);
   }
   {
+    // Paddle's test_fleet_base_2: a trainer role but no server list.
+    ScopedEnv env({{"TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", "1"}, {"PADDLE_TRAINERS_NUM", "1"}});
+    PaddleCloudRoleMaker ps(false, true);
+    EXPECT_TRUE(ps.info().non_distributed);
+    EXPECT_EQ(ps.worker_num(), 1);
+    EXPECT_EQ(ps.server_num(), 0);
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker strict(false); }).find("PADDLE_PSERVERS_IP_PORT_LIST"),
+              std::string::npos);
+  }
+  {
     // Paddle's test_fleet_base environment: one endpoint, no rank.
     ScopedEnv env({{"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:36000"}, {"PADDLE_TRAINERS_NUM", "2"}});
     PaddleCloudRoleMaker role(true, true);
@@ -272,8 +282,11 @@ TEST(PaddleCloudRoleMaker, NonDistributedFallbackAsPaddle) {
         << "several workers need each one's rank";
   }
   {
+    // As Paddle's _ps_env: no server list is a job without servers, whatever
+    // TRAINING_ROLE says; only the strict role maker asks for the list.
     ScopedEnv env({{"TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", "2"}});
-    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(false, true); }).find("PADDLE_PSERVERS_IP_PORT_LIST"),
+    EXPECT_TRUE(PaddleCloudRoleMaker(false, true).info().non_distributed);
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(false); }).find("PADDLE_PSERVERS_IP_PORT_LIST"),
               std::string::npos);
   }
 }

@@ -555,3 +555,50 @@ def test_inference_over_several_places_of_one_process():
     keep_data_loader_order(False)
     with pytest.raises(TypeError):
         keep_data_loader_order("no")
+
+
+def test_parallel_executor_runs_a_compiled_program(monkeypatch):
+    monkeypatch.setenv("CPU_NUM", "2")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        y = fluid.layers.fc(x, size=2)
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        fluid.Executor(fluid.CPUPlace()).run(startup)
+        pe = fluid.ParallelExecutor(use_cuda=False, main_program=main, scope=scope)
+        assert pe.device_count == 2
+        feed = {"x": np.arange(12, dtype=np.float32).reshape(4, 3)}
+        (got,) = pe.run(fetch_list=[y.name], feed=feed)
+        (want,) = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[y])
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="num_trainers"):
+        fluid.ParallelExecutor(use_cuda=False, main_program=main, num_trainers=2)
+
+
+def test_fleet_save_and_load_model_without_servers(tmp_path, monkeypatch):
+    from flotilla.distributed import fleet
+    for var in ("TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TRAINING_ROLE", "TRAINER")  # Paddle: no server list is still a job without servers
+    fleet.init(fleet.PaddleCloudRoleMaker(is_collective=False))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
+        y = fluid.layers.fc(x, size=1)
+        scope = fluid.Scope()
+        with fluid.scope_guard(scope):
+            fluid.Executor(fluid.CPUPlace()).run(startup)
+            params = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in main.all_parameters()}
+            fleet.save(str(tmp_path / "inf"), feed=["x"], fetch=[y])
+            assert (tmp_path / "inf").is_dir()
+            with pytest.raises(ValueError, match="both feed and fetch"):
+                fleet.save(str(tmp_path / "bad"), feed=["x"])
+            fleet.save(str(tmp_path / "all"))
+            for name in params:
+                scope.find_var(name).get_tensor().set(np.zeros_like(params[name]), fluid.CPUPlace())
+            fleet.load_model(str(tmp_path / "all"), mode=0)
+            for name, value in params.items():
+                np.testing.assert_array_equal(np.array(scope.find_var(name).get_tensor()), value)
+            with pytest.raises(ValueError, match="mode"):
+                fleet.load_model(str(tmp_path / "all"), mode=3)

@@ -20,6 +20,7 @@ from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_wi
 from ..strategies import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from ..distributed.transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
 from ..inference_transpiler import InferenceTranspiler  # noqa: F401
+from ..parallel_executor import ParallelExecutor  # noqa: F401
 from ..distributed.fleet.paddle_flags import get_flags, set_flags  # noqa: F401
 from ..static.io import load, load_program_state, save, set_program_state  # noqa: F401
 from . import compiler, core, dataset, unique_name  # noqa: F401
@@ -36,5 +37,5 @@ __all__ = ["layers", "nets", "optimizer", "initializer", "regularizer", "io", "c
            "cpu_places", "cuda_places", "is_compiled_with_cuda", "BuildStrategy", "CompiledProgram", "compiler",
            "save", "load", "load_program_state", "set_program_state",
            "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig", "InferenceTranspiler",
-           "dataset", "DatasetFactory", "get_flags", "set_flags",
+           "dataset", "DatasetFactory", "get_flags", "set_flags", "ParallelExecutor",
            "InMemoryDataset", "QueueDataset", "create_lod_tensor", "create_random_int_lodtensor", "LoDTensor", "data"]

@@ -149,11 +149,15 @@ class _Proxy(types.ModuleType):
         if attr.startswith("__"):
             raise AttributeError(attr)
         full = f"{self.__name__}.{attr}"
+        target = self.__dict__["_target"]
+        # An attribute that is not a module wins over a submodule of its name,
+        # as in Paddle (paddle.distributed.fleet.fleet is the Fleet object).
+        if target is not None and not isinstance(getattr(target, attr, None), (types.ModuleType, type(None))):
+            return getattr(target, attr)
         if full in sys.modules:
             return sys.modules[full]
         if full in _MODULES or _exists(f"{self.__name__}.{attr}"):
             return importlib.import_module(full)
-        target = self.__dict__["_target"]
         if target is not None and hasattr(target, attr):
             value = getattr(target, attr)
             if isinstance(value, types.ModuleType) and value.__name__.startswith("flotilla"):
