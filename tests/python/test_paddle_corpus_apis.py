@@ -557,12 +557,17 @@ def test_inference_over_several_places_of_one_process():
         keep_data_loader_order("no")
 
 
-def test_parallel_executor_runs_a_compiled_program(monkeypatch):
-    monkeypatch.setenv("CPU_NUM", "2")
+def _fc_program(size):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         x = fluid.layers.data(name="x", shape=[3], dtype="float32")
-        y = fluid.layers.fc(x, size=2)
+        y = fluid.layers.fc(x, size=size)
+    return main, startup, y
+
+
+def test_parallel_executor_runs_a_compiled_program(monkeypatch):
+    monkeypatch.setenv("CPU_NUM", "2")
+    main, startup, y = _fc_program(2)
     scope = fluid.Scope()
     with fluid.scope_guard(scope):
         fluid.Executor(fluid.CPUPlace()).run(startup)
@@ -582,10 +587,8 @@ def test_fleet_save_and_load_model_without_servers(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TRAINING_ROLE", "TRAINER")  # Paddle: no server list is still a job without servers
     fleet.init(fleet.PaddleCloudRoleMaker(is_collective=False))
-    main, startup = fluid.Program(), fluid.Program()
+    main, startup, y = _fc_program(1)
     with fluid.program_guard(main, startup):
-        x = fluid.layers.data(name="x", shape=[3], dtype="float32")
-        y = fluid.layers.fc(x, size=1)
         scope = fluid.Scope()
         with fluid.scope_guard(scope):
             fluid.Executor(fluid.CPUPlace()).run(startup)
