@@ -605,3 +605,15 @@ def test_fleet_save_and_load_model_without_servers(tmp_path, monkeypatch):
                 np.testing.assert_array_equal(np.array(scope.find_var(name).get_tensor()), value)
             with pytest.raises(ValueError, match="mode"):
                 fleet.load_model(str(tmp_path / "all"), mode=3)
+
+
+def test_data_feeder_packs_lod_level_three():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        books = fluid.layers.data(name="books", shape=[1], dtype="int64", lod_level=3)
+    feeder = fluid.DataFeeder([books], fluid.CPUPlace(), program=main)
+    # book 1: chapters [[1, 2], [3]] and [[4]]; book 2: chapter [[5, 6, 7]]
+    result = feeder.feed([([[[1, 2], [3]], [[4]]],), ([[[5, 6, 7]]],)])["books"]
+    assert result.shape() == [7, 1]
+    assert result.recursive_sequence_lengths() == [[2, 1], [2, 1, 1], [2, 1, 1, 3]]
+    assert np.array(result).ravel().tolist() == [1, 2, 3, 4, 5, 6, 7]
