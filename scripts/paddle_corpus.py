@@ -113,7 +113,6 @@ def run_one(entry: Dict[str, Any], ref_dir: str, data_dir: str, pythonpath: str,
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(script), pythonpath) if p)
     env["FLOTILLA_DATA_HOME"] = data_dir
-    env.setdefault("CPU_NUM", "1")
     module = os.path.splitext(entry["script"])[0]
     if entry["how"] == "unittest":
         cmd = [PYTHON, "-m", "flotilla.paddle_compat", "-m", "unittest", module]
