@@ -617,3 +617,30 @@ def test_data_feeder_packs_lod_level_three():
     assert result.shape() == [7, 1]
     assert result.recursive_sequence_lengths() == [[2, 1], [2, 1, 1], [2, 1, 1, 3]]
     assert np.array(result).ravel().tolist() == [1, 2, 3, 4, 5, 6, 7]
+
+
+def _initial_values(build_count, seed=100):
+    """The parameters of the last of ``build_count`` fc stacks built under
+    one program seed without restarting generated names."""
+    values = None
+    for _ in range(build_count):
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = seed
+        with fluid.program_guard(main, startup):
+            x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+            fluid.layers.fc(fluid.layers.fc(x, size=3), size=3)
+        scope = fluid.Scope()
+        with fluid.scope_guard(scope):
+            fluid.Executor(fluid.CPUPlace()).run(startup)
+        values = [np.array(scope.find_var(p.name).get_tensor()) for p in main.all_parameters()]
+    return values
+
+
+def test_a_program_seed_reproduces_programs_whatever_their_generated_names():
+    first, again = _initial_values(1), _initial_values(2)  # the second build's names are fc_2.w_0, ...
+    assert len(first) == 4
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    w1, w2 = first[0], first[2][:3, :3]
+    assert not np.array_equal(first[2], first[0][:3]) and not np.array_equal(w1[:3], w2)
+    assert not np.array_equal(_initial_values(1, seed=101)[0], first[0])
