@@ -19,8 +19,20 @@ std::vector<std::string> ReadEndpoints(const std::string& var) {
   return eps;
 }
 
+// A variable a role maker needs: missing, it makes the role's environment
+// invalid (InvalidArgument, Paddle's ValueError), naming what needs it.
+std::string RequireRoleVar(const std::string& var, const std::string& why) {
+  auto value = env::Get(var);
+  FLOTILLA_CHECK(value.has_value(), InvalidArgument, "environment variable ", var, " is not set (", why, ")");
+  return *value;
+}
+
+int64_t RequireRoleInt(const std::string& var, const std::string& why) {
+  return ParseInt(RequireRoleVar(var, why), "environment variable " + var);
+}
+
 int ReadCount(const std::string& var, const std::string& why) {
-  int64_t n = env::RequireInt(var, why);
+  int64_t n = RequireRoleInt(var, why);
   FLOTILLA_CHECK(n >= 1, InvalidArgument, "environment variable ", var, "=", n,
                  " must be at least 1");
   return static_cast<int>(n);
@@ -28,7 +40,7 @@ int ReadCount(const std::string& var, const std::string& why) {
 
 int ReadIndex(const std::string& var, int limit, const std::string& limit_var,
               const std::string& why) {
-  int64_t i = env::RequireInt(var, why);
+  int64_t i = RequireRoleInt(var, why);
   FLOTILLA_CHECK(i >= 0 && i < limit, InvalidArgument, "environment variable ", var, "=", i,
                  " must be in [0, ", limit, ") (", limit_var, "=", limit, ")");
   return static_cast<int>(i);
@@ -159,7 +171,7 @@ void PaddleCloudRoleMaker::ReadCollective(bool fallback) {
 }
 
 void PaddleCloudRoleMaker::ReadParameterServer() {
-  std::string role = env::Require("TRAINING_ROLE", kWhyCloud);
+  std::string role = RequireRoleVar("TRAINING_ROLE", kWhyCloud);
   info_.server_endpoints = ReadEndpoints("PADDLE_PSERVERS_IP_PORT_LIST");
   FLOTILLA_CHECK(!info_.server_endpoints.empty(), InvalidArgument,
                  "environment variable PADDLE_PSERVERS_IP_PORT_LIST lists no server");
@@ -176,8 +188,8 @@ void PaddleCloudRoleMaker::ReadParameterServer() {
   const bool heter = role == "HETER_TRAINER";
   info_.role = heter ? Role::kHeterWorker : Role::kServer;
   info_.worker_index = -1;
-  std::string ip = env::Require("POD_IP", kWhyCloud);
-  int64_t port = env::RequireInt("PADDLE_PORT", kWhyCloud);
+  std::string ip = RequireRoleVar("POD_IP", kWhyCloud);
+  int64_t port = RequireRoleInt("PADDLE_PORT", kWhyCloud);
   info_.current_endpoint = StrCat(ip, ":", port);
   const auto& list = heter ? info_.heter_endpoints : info_.server_endpoints;
   int& index = heter ? info_.heter_index : info_.server_index;
@@ -270,7 +282,7 @@ std::string MpiStoreAddress() {
 MPISymetricRoleMaker::MPISymetricRoleMaker(bool parameter_servers) {
   info_.worker_num = ReadCount("OMPI_COMM_WORLD_SIZE", kWhyMpi);
   info_.worker_index = ReadIndex("OMPI_COMM_WORLD_RANK", info_.worker_num, "OMPI_COMM_WORLD_SIZE", kWhyMpi);
-  int64_t local = env::RequireInt("OMPI_COMM_WORLD_LOCAL_RANK", kWhyMpi);
+  int64_t local = RequireRoleInt("OMPI_COMM_WORLD_LOCAL_RANK", kWhyMpi);
   FLOTILLA_CHECK(local >= 0 && local <= info_.worker_index, InvalidArgument,
                  "environment variable OMPI_COMM_WORLD_LOCAL_RANK=", local,
                  " must be in [0, OMPI_COMM_WORLD_RANK=", info_.worker_index, "]");

@@ -644,3 +644,20 @@ def test_a_program_seed_reproduces_programs_whatever_their_generated_names():
     w1, w2 = first[0], first[2][:3, :3]
     assert not np.array_equal(first[2], first[0][:3]) and not np.array_equal(w1[:3], w2)
     assert not np.array_equal(_initial_values(1, seed=101)[0], first[0])
+
+
+@pytest.mark.parametrize("env", [
+    {"PADDLE_PSERVERS_IP_PORT_LIST": "127.0.0.1:4001"},
+    {"PADDLE_PSERVERS_IP_PORT_LIST": "127.0.0.1:4001", "PADDLE_TRAINERS_NUM": "2"},
+    {"PADDLE_PSERVERS_IP_PORT_LIST": "127.0.0.1:4001", "PADDLE_TRAINERS_NUM": "2", "TRAINING_ROLE": "TRAINER"},
+    {"PADDLE_PSERVERS_IP_PORT_LIST": "127.0.0.1:4001", "PADDLE_TRAINERS_NUM": "2", "TRAINING_ROLE": "PSERVER"},
+])
+def test_an_incomplete_parameter_server_environment_is_a_value_error(env, monkeypatch):
+    for var in ("PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINERS_NUM", "TRAINING_ROLE", "PADDLE_TRAINER_ID",
+                "POD_IP", "PADDLE_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    ro = role_maker.PaddleCloudRoleMaker(is_collective=False)
+    with pytest.raises(ValueError, match="is not set"):
+        ro._generate_role()

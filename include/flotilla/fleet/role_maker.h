@@ -5,8 +5,9 @@
 //   fleet::init(role);
 //
 // Every role maker reads its source when constructed and throws
-// InvalidArgument / NotFound naming the variable that is missing or
-// malformed, so a misconfigured job fails at its first line. Role makers are
+// InvalidArgument (Paddle's ValueError) naming a role variable that is
+// missing or malformed — NotFound when no variable names the rank or world
+// size of a collective job — so a misconfigured job fails at its first line. Role makers are
 // immutable values after construction; copying them is cheap and safe.
 #pragma once
 
