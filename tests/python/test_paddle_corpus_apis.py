@@ -661,3 +661,16 @@ def test_an_incomplete_parameter_server_environment_is_a_value_error(env, monkey
     ro = role_maker.PaddleCloudRoleMaker(is_collective=False)
     with pytest.raises(ValueError, match="is not set"):
         ro._generate_role()
+
+
+def test_zeros_and_ones_and_what_tensor_arrays_name():
+    from flotilla import tensor
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        z = tensor.zeros([2, 3], "int64")
+        o = tensor.ones([1], "float32")
+    z_val, o_val = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[z, o])
+    assert z_val.dtype == np.int64 and z_val.shape == (2, 3) and not z_val.any()
+    assert o_val.tolist() == [1.0]
+    from flotilla.paddle_compat import nearest
+    assert "fetch_list" in nearest("paddle.tensor.array_write") and "scale" in nearest("paddle.increment")

@@ -85,6 +85,10 @@ NEAREST: Dict[str, str] = {
     "paddle.distributed.fleet.utils.ps_util.DistributedInfer": "fleet's trainer program cloned with "
                                                                "clone(for_test=True)",
     "paddle.to_tensor": "numpy arrays fed to Executor.run",
+    "paddle.increment": "paddle.scale(x, bias=1.0) (x + 1 as a new variable)",
+    "paddle.tensor.array_write": "no LoDTensorArray in Flotilla: fetch the variables themselves (fetch_list)",
+    "paddle.tensor.array_read": "no LoDTensorArray in Flotilla: fetch the variables themselves (fetch_list)",
+    "paddle.tensor.create_array": "no LoDTensorArray in Flotilla: fetch the variables themselves (fetch_list)",
 }
 
 
