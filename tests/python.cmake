@@ -50,3 +50,4 @@ flotilla_pytest(python_train_from_dataset_test test_train_from_dataset.py TIMEOU
 flotilla_pytest(python_nn_layer_test test_nn_layer.py TIMEOUT 120)
 flotilla_pytest(python_paddle_io_test test_paddle_io.py TIMEOUT 120)
 flotilla_pytest(python_sequence_lod_test test_sequence_lod.py TIMEOUT 120)
+flotilla_pytest(python_paddle_corpus_apis_test test_paddle_corpus_apis.py TIMEOUT 180)

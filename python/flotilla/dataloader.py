@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 from .data_feeder import DataFeeder
 from .errors import EOFException
 from .framework import Program, Variable
+from .reader import put_unless_stopped
 
 _END = object()
 _started: List["GeneratorLoader"] = []  # non-iterable loaders between start() and reset()
@@ -50,20 +51,30 @@ def next_feed_for(program: Program) -> Dict[str, Any]:
     ``program`` reads (one built on ``program`` first, then one whose
     variable names the program has). Raises EOFException at the end of its
     pass; returns {} when no loader applies."""
-    with _started_lock:
-        loaders = list(_started)
-    block = program.global_block()
-    for loader in loaders:
-        if loader._program_id == program._id:
-            return loader._next_feed()
-    for loader in loaders:
-        if all(block.has_var(n) for n in loader._names):
-            return loader._next_feed()
+    loader = started_loader_for(program)
+    if loader is not None:
+        return loader._next_feed()
     for loader in list(_non_iterable):
         if loader._program_id == program._id:
             raise ValueError(f"Executor.run without feed: the DataLoader of {loader._names} was not started "
                              "(call loader.start() before the first run of each pass)")
     return {}
+
+
+def started_loader_for(program: Program) -> Optional["GeneratorLoader"]:
+    """The started non-iterable loader whose variables ``program`` reads
+    (one built on ``program`` first, then one whose variable names the
+    program has), or None."""
+    with _started_lock:
+        loaders = list(_started)
+    block = program.global_block()
+    for loader in loaders:
+        if loader._program_id == program._id:
+            return loader
+    for loader in loaders:
+        if all(block.has_var(n) for n in loader._names):
+            return loader
+    return None
 
 
 def _name_of(fn: Any) -> str:
@@ -96,8 +107,19 @@ class GeneratorLoader:
         self._queue: Optional[queue.Queue] = None
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
+        self._places = 1  # batches per step of an iterable loader over several places
         if not iterable:
             _non_iterable.add(self)
+
+    def _set_places(self, places: Any) -> None:
+        if self._iterable and isinstance(places, (list, tuple)) and len(places) > 1:
+            self._places = len(places)
+
+    @property
+    def iterable(self) -> bool:
+        """Whether the loader is iterated (True) or read by Executor.run
+        after start() (False)."""
+        return self._iterable
 
     # ---- sources ----
 
@@ -114,6 +136,7 @@ class GeneratorLoader:
         feeder = DataFeeder(self._feed_list)
         self._batches = lambda: (feeder.feed(samples) for samples in reader())
         self._reader_name = _name_of(reader)
+        self._set_places(places)
         return self
 
     def set_batch_generator(self, reader: Callable, places: Any = None) -> "GeneratorLoader":
@@ -132,6 +155,7 @@ class GeneratorLoader:
                 yield dict(zip(names, b))
         self._batches = batches
         self._reader_name = _name_of(reader)
+        self._set_places(places)
         return self
 
     decorate_sample_generator = set_sample_generator
@@ -145,13 +169,7 @@ class GeneratorLoader:
     def _produce(self, q: queue.Queue, stop: threading.Event) -> None:
         try:
             for feed in self._batches():
-                while not stop.is_set():
-                    try:
-                        q.put(feed, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put_unless_stopped(q, feed, stop):
                     return
             q.put(_END)
         except BaseException as e:  # delivered to the consumer and raised there
@@ -224,12 +242,21 @@ class GeneratorLoader:
         try:
             while True:
                 try:
-                    feed = self._take()
+                    # One batch per place; a last step with fewer is dropped, as Paddle does.
+                    feeds = [self._take() for _ in range(self._places)]
                 except EOFException:
                     return
-                yield [feed[n] for n in self._names] if self._return_list else [feed]
+                if self._return_list:
+                    lists = [[f[n] for n in self._names] for f in feeds]
+                    yield lists[0] if self._places == 1 else lists
+                else:
+                    yield feeds
         finally:
             self._join()
+
+    def _reset(self) -> None:
+        """Stops an iteration left early (Paddle's ``loader._reset()``)."""
+        self._join()
 
 
 class DataLoader:
@@ -251,4 +278,13 @@ def PyReader(feed_list: Optional[Sequence[Variable]] = None, capacity: Optional[
     return DataLoader.from_generator(feed_list, capacity, use_double_buffer, iterable, return_list)
 
 
-__all__ = ["DataLoader", "PyReader", "GeneratorLoader", "next_feed_for"]
+def keep_data_loader_order(keep_order: bool = True) -> None:
+    """Paddle's switch letting multi-place DataLoaders deliver batches out of
+    order (``False``). Flotilla's loaders always keep the reader's order,
+    which both settings allow, so only the argument is checked."""
+    if not isinstance(keep_order, bool):
+        raise TypeError(f"keep_data_loader_order: keep_order must be a bool, got {type(keep_order).__name__}")
+
+
+__all__ = ["DataLoader", "PyReader", "GeneratorLoader", "next_feed_for", "started_loader_for",
+           "keep_data_loader_order"]

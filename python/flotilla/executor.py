@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
-from .framework import Program, Scope, Variable, _scope_stack, default_main_program
+from .framework import Program, Scope, Variable, _scope_stack, default_main_program, global_scope
 from .place import CPUPlace
 
 FetchItem = Union[str, Variable]
@@ -37,6 +37,24 @@ def _program_of(program: Any) -> Program:
     raise TypeError(f"Executor.run: program must be a Program, got {type(program).__name__}")
 
 
+def _fetch_names(fetch_list: Optional[Sequence[FetchItem]]) -> List[str]:
+    """The names of ``fetch_list``'s Variables and names (one item or a list)."""
+    if fetch_list is None:
+        return []
+    if isinstance(fetch_list, (str, Variable)):
+        fetch_list = [fetch_list]
+    names = []
+    for item in fetch_list:
+        if isinstance(item, Variable):
+            names.append(item.name)
+        elif isinstance(item, str):
+            names.append(item)
+        else:
+            raise TypeError(f"Executor.run: fetch_list items must be Variables or names, got "
+                            f"{type(item).__name__}")
+    return names
+
+
 def _feeds(feed: Any, program: Program) -> Union[Dict[str, Any], Callable[[], Dict[str, Any]]]:
     """The feed of every iteration (a dict), or, without one, where each
     iteration takes its batch: a started DataLoader over the program."""
@@ -48,6 +66,31 @@ def _feeds(feed: Any, program: Program) -> Union[Dict[str, Any], Callable[[], Di
     if not isinstance(feed, dict):
         raise TypeError(f"Executor.run: feed must be a dict of name → array, got {type(feed).__name__}")
     return feed
+
+
+def _feeds_per_place(feed: Any, program: Program, places: int) -> List[Dict[str, Any]]:
+    """The feed of each place: a list of ``places`` dicts as given, a dict
+    split along its batch dimension, or the next ``places`` batches of the
+    program's started DataLoader (EOFException when fewer are left)."""
+    if isinstance(feed, (list, tuple)):
+        if len(feed) != places or not all(isinstance(f, dict) for f in feed):
+            raise ValueError(f"Executor.run: {places} places take a list of {places} feed dicts, got {len(feed)}")
+        return list(feed)
+    if feed:
+        parts: List[Dict[str, Any]] = [{} for _ in range(places)]
+        for name, value in feed.items():
+            array = np.asarray(value)
+            if array.shape[0] % places:
+                raise ValueError(f"Executor.run: feed '{name}' has {array.shape[0]} rows, which {places} places "
+                                 "cannot share equally")
+            for i, piece in enumerate(np.split(array, places)):
+                parts[i][name] = piece
+        return parts
+    from .dataloader import started_loader_for
+    loader = started_loader_for(program)
+    if loader is None:
+        return [{} for _ in range(places)]
+    return [loader._next_feed() for _ in range(places)]
 
 
 class Executor:
@@ -91,11 +134,33 @@ class Executor:
         # The common case (a Program, a dict feed) touches nothing else:
         # exe.run's fixed cost is most of a small model's step.
         prog = program if type(program) is Program else _program_of(program)
+        if prog is not program and program is not None:  # a CompiledProgram: bound to its scope and place
+            program._compile(scope if scope is not None else global_scope(), self.place)
+            if scope is None:
+                scope = program._scope
+            if program._place_count > 1:
+                return self._run_over_places(program._place_count, prog, feed, fetch_list, scope, return_numpy)
         if type(feed) is not dict or not feed:
             feed = _feeds(feed, prog)
         if scope is None and _scope_stack:
             scope = _scope_stack[-1]
         return self._exe._run(prog, feed, fetch_list, scope, return_numpy)
+
+    def _run_over_places(self, places: int, prog: Program, feed: Any, fetch_list: Any, scope: Scope,
+                         return_numpy: bool) -> List[Any]:
+        """One run per place of a program that does not train (Paddle's
+        ParallelExecutor over CPU places); the fetches of the places
+        concatenated along dimension 0."""
+        grads = [t for t in prog.global_block().ops if str(t).endswith("_grad")]
+        if grads:
+            raise NotImplementedError(
+                f"CompiledProgram.with_data_parallel over {places} places of one process, for a program that "
+                "trains, is not in Flotilla; nearest Flotilla API: fleet.distributed_optimizer under "
+                "`flotilla launch --nproc_per_node N` (one process per place)")
+        feeds = _feeds_per_place(feed, prog, places)
+        outs = [self._exe._run(prog, f, fetch_list, scope, True) for f in feeds]
+        merged = [np.concatenate([np.atleast_1d(o[i]) for o in outs], axis=0) for i in range(len(outs[0]))]
+        return merged if return_numpy else [_core.as_tensor(m) for m in merged]
 
     def close(self) -> None:
         """Tells every parameter server this trainer used that it has finished

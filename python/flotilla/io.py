@@ -168,6 +168,11 @@ def save_inference_model(dirname: str, feeded_var_names: Sequence[Any], target_v
         warnings.warn("please ensure that you have set the auc states to zeros before saving inference model")
     fetches = _names(target_vars)
     feeds = _names(feeded_var_names)
+    if not program_only:
+        saved = program._prune(fetches) if export_for_deployment else program
+        if not _core.io.persistable_names(saved):
+            # Paddle's save_vars says so, and writes the model anyway.
+            warnings.warn("no variable in your model, please ensure there are any variables in your model to save")
     files = _files(model_filename, params_filename, export_for_deployment, program_only)
     if files.paddle_layout():
         _core.io.save_inference_model(dirname, feeds, fetches, executor._exe, program, global_scope(), files)

@@ -184,6 +184,12 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index
     return _L.sigmoid_cross_entropy_with_logits(x, label, ignore_index, normalize)
 
 
+def log_loss(input: Variable, label: Variable, epsilon: float = 1e-4, name=None) -> Variable:
+    """Negative log likelihood of probabilities ``input`` against labels in
+    [0, 1], elementwise (Paddle's ``fluid.layers.log_loss``)."""
+    return _L.log_loss(input, label, float(epsilon))
+
+
 def accuracy(input: Variable, label: Variable, k: int = 1, correct=None, total=None) -> Variable:
     """Top-k accuracy of class scores against int64 labels."""
     return _L.accuracy(input, label, int(k))

@@ -107,19 +107,58 @@ class CompiledProgram:
             raise TypeError(f"CompiledProgram: expected a Program, got {type(program_or_graph).__name__}")
         self._program = program_or_graph
         self._build_strategy = build_strategy
+        self._is_data_parallel = False
+        self._share_vars_from: Optional["CompiledProgram"] = None
+        self._compiled = False
+        self._scope: Any = None
+        self._place: Any = None
+        self._place_count = 1
+
+    def _compile(self, scope: Any, place: Any) -> "CompiledProgram":
+        """Binds the program to the scope and place it runs with, as Paddle's
+        does on its first run: a later run with another scope or another
+        kind of place raises ValueError, and a data-parallel program sharing
+        variables (``share_vars_from``) needs a data-parallel source that
+        has run."""
+        if self._compiled:
+            if scope is not None and self._scope is not scope:
+                raise ValueError("Cannot compile program with different scope.")
+            if place is not None and type(self._place) is not type(place):
+                raise ValueError("Cannot compile program with different place.")
+            return self
+        source = self._share_vars_from
+        if self._is_data_parallel and source is not None:
+            if not source._is_data_parallel:
+                raise ValueError("The shared Program is not data parallel, cannot share variables from it.")
+            if not source._compiled:
+                raise ValueError("The shared Program is not compiled and executed, so there is no variables "
+                                 "to share.")
+            scope = source._scope  # the variables are the source's
+        self._compiled = True
+        self._scope = scope
+        self._place = place
+        return self
 
     def with_data_parallel(self, loss_name: Optional[str] = None, build_strategy: Optional[BuildStrategy] = None,
                            exec_strategy: Optional[ExecutionStrategy] = None, share_vars_from: Any = None,
                            places: Any = None) -> "CompiledProgram":
-        """Data parallelism on the places of this process. Flotilla runs one
-        process per device (``flotilla launch``, fleet), so only one place is
-        accepted here."""
-        if places is not None and len(places) > 1:
-            raise NotImplementedError(
-                f"CompiledProgram.with_data_parallel(places={places!r}): Flotilla runs one process per "
-                "device; nearest: fleet.distributed_optimizer under `flotilla launch --devices ...`")
+        """Data parallelism over the places of this process, as Paddle's
+        ParallelExecutor: with several ``places`` each run takes one batch
+        per place (a feed per place, a feed dict split along its batch
+        dimension, or that many batches of a started DataLoader) and returns
+        the fetches of every place concatenated along dimension 0. A program
+        that trains (holds backward ops) runs on one place per process:
+        several places raise NotImplementedError naming fleet under
+        ``flotilla launch``, the nearest Flotilla API."""
+        if places is not None:
+            self._place_count = len(places) if isinstance(places, (list, tuple)) else 1
+        if share_vars_from is not None and not isinstance(share_vars_from, CompiledProgram):
+            raise TypeError(f"with_data_parallel: share_vars_from must be a CompiledProgram, got "
+                            f"{type(share_vars_from).__name__}")
         if exec_strategy is not None:
             apply_execution_strategy(self._program, exec_strategy._changed())
+        self._is_data_parallel = True
+        self._share_vars_from = share_vars_from
         return self
 
 

@@ -94,5 +94,15 @@ def full(shape: Sequence[int], fill_value: float, dtype="float32", name: Optiona
     return _L.fill_constant(_int_list(shape, "paddle.full(shape=...)"), dtype, float(fill_value), name or "")
 
 
+def zeros(shape: Sequence[int], dtype="float32", name: Optional[str] = None) -> Variable:
+    """A variable of a fixed ``shape`` filled with 0 (Paddle's ``paddle.zeros``)."""
+    return full(shape, 0.0, dtype, name)
+
+
+def ones(shape: Sequence[int], dtype="float32", name: Optional[str] = None) -> Variable:
+    """A variable of a fixed ``shape`` filled with 1 (Paddle's ``paddle.ones``)."""
+    return full(shape, 1.0, dtype, name)
+
+
 __all__ = ["reshape", "concat", "add", "subtract", "multiply", "divide", "matmul", "mean", "sum", "cast",
-           "scale", "full"]
+           "scale", "full", "zeros", "ones"]

@@ -165,7 +165,19 @@ void BindStrategy(py::module_& m) {
   py::class_<DistributedStrategy>(m, "DistributedStrategy")
       .def(py::init<>())
       .def("_get", &GetField, py::arg("path"))
-      .def("_set", &SetField, py::arg("path"), py::arg("value"))
+      .def(
+          "_set",
+          [](DistributedStrategy& s, const std::string& path, const py::handle& value) {
+            const DistributedStrategy before = s;
+            SetField(s, path, value);
+            try {
+              s.CheckOnAssign(path);
+            } catch (...) {
+              s = before;  // as Paddle's setters: a refused value is not kept
+              throw;
+            }
+          },
+          py::arg("path"), py::arg("value"))
       .def("_has", &DistributedStrategy::Has, py::arg("path"))
       .def_static("_fields", &FieldNames)
       .def("to_text", &DistributedStrategy::ToText)

@@ -81,6 +81,11 @@ void BindBlock(py::module_& m) {
         }
         return out;
       }, "The parameters of this block, in creation order.")
+      .def_property_readonly("vars", [](Block& b) {
+        py::dict out;
+        for (const std::string& n : b.var_names()) out[py::str(n)] = b.GetVariable(n);
+        return out;
+      }, "The variables of this block by name, in creation order (Paddle's Block.vars).")
       .def_property_readonly("ops", [](const Block& b) {
         std::vector<std::string> types;
         for (const auto& op : b.ops()) types.push_back(op->type);
@@ -103,6 +108,24 @@ void BindProgram(py::module_& m) {
       .def("global_block", &Program::global_block, py::return_value_policy::reference_internal)
       .def("block", &Program::block, py::arg("index"), py::return_value_policy::reference_internal)
       .def_property_readonly("num_blocks", &Program::num_blocks)
+      .def("list_vars", [](Program& p) {
+        std::vector<Variable> out;
+        for (int i = 0; i < p.num_blocks(); ++i) {
+          Block& b = p.block(i);
+          for (const std::string& n : b.var_names()) out.push_back(b.GetVariable(n));
+        }
+        return out;
+      }, "Every variable of every block, block by block in creation order (Paddle's list_vars).")
+      .def("all_parameters", [](Program& p) {
+        std::vector<Variable> out;
+        for (int i = 0; i < p.num_blocks(); ++i) {
+          Block& b = p.block(i);
+          for (const std::string& n : b.var_names()) {
+            if (b.Var(n).is_parameter) out.push_back(b.GetVariable(n));
+          }
+        }
+        return out;
+      }, "The parameters of every block, in creation order.")
       .def("clone", &Program::Clone, py::arg("for_test") = false,
            "A deep copy; for_test drops backward/optimizer/lr ops and sets is_test.")
       .def("_prune", &Program::Prune, py::arg("targets"))

@@ -54,7 +54,11 @@ class Feeder {
                        Join(names, ", "), ")");
       io::Sample s;
       for (size_t i = 0; i < names.size(); ++i) {
-        s.push_back(ToTensor(values[i], "DataFeeder: variable '" + names[i] + "'", dtypes_[i]));
+        if (py::isinstance<Tensor>(values[i])) {
+          s.push_back(values[i].cast<Tensor>());  // keeps its sequence offsets (lod_level > 1)
+        } else {
+          s.push_back(ToTensor(values[i], "DataFeeder: variable '" + names[i] + "'", dtypes_[i]));
+        }
       }
       batch.push_back(std::move(s));
     }

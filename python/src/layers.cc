@@ -101,6 +101,7 @@ void BindLossesAndMetrics(py::module_& m) {
         py::arg("label"), py::arg("soft_label") = false, py::arg("ignore_index") = -100);
   m.def("sigmoid_cross_entropy_with_logits", &layers::sigmoid_cross_entropy_with_logits, py::arg("x"),
         py::arg("label"), py::arg("ignore_index") = -100, py::arg("normalize") = false);
+  m.def("log_loss", &layers::log_loss, py::arg("input"), py::arg("label"), py::arg("epsilon") = 1e-4f);
   m.def("accuracy", &layers::accuracy, py::arg("input"), py::arg("label"), py::arg("k") = 1);
   m.def("auc", [](const Variable& input, const Variable& label, int num_thresholds) {
     layers::AucOutputs o = layers::auc(input, label, num_thresholds);

@@ -198,6 +198,16 @@ array.)doc")
              return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
            },
            py::arg("dtype") = py::none(), "A NumPy copy of the data.")
+      .def(
+          "_as_type",
+          [](const Tensor& t, const std::string& dtype) {
+            Tensor out = ToTensor(ToNumpy(t).attr("astype")(dtype), "Tensor._as_type");
+            out.ShareLoD(t);
+            return out;
+          },
+          py::arg("dtype"), "A copy converted to ``dtype`` (a name, or Paddle's VarDesc.VarType), offsets kept.")
+      .def("_to_dlpack", [](const Tensor& t) { return ToNumpy(t).attr("__dlpack__")(); },
+           "A DLPack capsule (\"dltensor\") of a copy of the data, for from_dlpack of any framework.")
       .def("__repr__", [](const Tensor& t) { return "Tensor(" + t.DebugString() + ")"; });
   m.def("as_tensor", [](const py::handle& v) { return ToTensor(v, "as_tensor"); }, py::arg("value"),
         "A Tensor over ``value`` (no copy for a contiguous array of a supported dtype).");

@@ -14,7 +14,17 @@ Variable data(const std::string& name, Dims shape, DType dtype, bool append_batc
   bool has_unknown = std::find(shape.begin(), shape.end(), -1) != shape.end();
   if (append_batch_size && !has_unknown) shape.insert(shape.begin(), -1);
   Block& block = default_main_program().global_block();
-  FLOTILLA_ENFORCE(!block.HasVar(name), "layers::data: variable '", name, "' already exists");
+  if (const VarDesc* old = block.FindVar(name)) {
+    // As Paddle: declaring the same data again gives the variable back; a
+    // different declaration under its name is refused.
+    FLOTILLA_ENFORCE(old->is_data && old->shape == shape && old->dtype == dtype && old->lod_level == lod_level,
+                     "layers::data: variable '", name, "' has been created before as ",
+                     old->is_data ? "data" : "a non-data variable", " of shape ", DimsToString(old->shape),
+                     ", dtype ", DTypeName(old->dtype), ", lod_level ", old->lod_level,
+                     "; the new declaration (shape ", DimsToString(shape), ", dtype ", DTypeName(dtype),
+                     ", lod_level ", lod_level, ") does not match");
+    return Variable(&block, name);
+  }
   VarDesc& v = block.CreateVar(name);
   v.shape = std::move(shape);
   v.dtype = dtype;
@@ -247,6 +257,17 @@ Variable sigmoid_cross_entropy_with_logits(const Variable& x, const Variable& la
                     .Set("ignore_index", ignore_index)
                     .Set("normalize", normalize));
   return out;
+}
+
+Variable log_loss(const Variable& input, const Variable& label, float epsilon) {
+  LayerHelper helper("log_loss");
+  Variable loss = helper.CreateTmp(input.dtype());
+  helper.Append(OpDesc("log_loss")
+                    .In("Predicted", {input.name()})
+                    .In("Labels", {label.name()})
+                    .Out("Loss", {loss.name()})
+                    .Set("epsilon", epsilon));
+  return loss;
 }
 
 Variable accuracy(const Variable& input, const Variable& label, int k) {

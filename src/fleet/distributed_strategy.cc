@@ -56,6 +56,7 @@ constexpr FieldRule kHints[] = {
     {"conv_workspace_size_limit", kNoCudnn},
     {"cudnn_batchnorm_spatial_persistent", kNoCudnn},
     {"fuse_grad_size_in_TFLOPS", "buckets are sized by fuse_grad_size_in_MB"},
+    {"last_comm_group_size_MB", "buckets are sized by fuse_grad_size_in_MB"},
     {"elastic", "nearest: the elastic options of `flotilla launch`"},
     {"find_unused_parameters", "a static program holds only the parameters it uses"},
     {"without_graph_optimization", kNoGraphPass},
@@ -73,6 +74,7 @@ constexpr FieldRule kHints[] = {
     {"build_strategy.reduce_strategy", "every rank all-reduces every gradient (the same result)"},
     {"build_strategy.trainers_endpoints", "the role maker gives the ranks"},
     {"build_strategy.memory_optimize", "the executor reuses its temporaries by itself"},
+    {"a_sync_configs.launch_barrier", "trainers always wait until the servers are up, which changes no result"},
 };
 
 // Refused: they would change what training computes, and Flotilla does not
@@ -92,6 +94,13 @@ constexpr FieldRule kRefused[] = {
     {"heter_ccl_mode", "nearest: a heterogeneous parameter-server job (heter_configs)"},
     {"qat", "nearest: float32 training"},
     {"asp", "nearest: dense training"},
+    {"hybrid_configs.mp_degree", "nearest: data parallelism (fleet collective)"},
+    {"hybrid_configs.pp_degree", "nearest: data parallelism (fleet collective)"},
+    {"hybrid_configs.sharding_degree", "nearest: data parallelism (fleet collective)"},
+    {"trainer_desc_configs.dump_fields_path", "nearest: fetch the variables with Executor.run(fetch_list=...)"},
+    {"trainer_desc_configs.dump_fields", "nearest: fetch the variables with Executor.run(fetch_list=...)"},
+    {"trainer_desc_configs.dump_param", "nearest: save the parameters with fleet.save_persistables"},
+    {"trainer_desc_configs.stat_var_names", "nearest: fetch the variables with Executor.run(fetch_list=...)"},
     {"fetch_frequency",
      "leave it at 1 and fetch every N steps in the training loop (exe.run without fetch_list copies "
      "nothing out)"},
@@ -105,7 +114,6 @@ constexpr FieldRule kRefused[] = {
     {"a_sync_configs.send_wait_times", "leave it at 1; nearest: max_merge_var_num"},
     {"a_sync_configs.runtime_split_send_recv",
      "leave it false (tables are split across servers when the program is transpiled)"},
-    {"a_sync_configs.launch_barrier", "leave it true (trainers always wait for the servers)"},
     {"a_sync_configs.lr_decay_steps",
      "leave it at 10 (servers apply the learning rate the trainers' program computes)"},
 };
@@ -131,6 +139,10 @@ std::string ValueIfChanged(const proto::DistributedStrategy& root, const std::st
     case pb::FieldDescriptor::CPPTYPE_FLOAT: {
       const float v = r->GetFloat(*msg, f);
       return v == f->default_value_float() ? "" : StrCat(v);
+    }
+    case pb::FieldDescriptor::CPPTYPE_STRING: {
+      const std::string v = r->GetString(*msg, f);
+      return v == f->default_value_string() ? "" : StrCat("'", v, "'");
     }
     default: FLOTILLA_THROW(Internal, "DistributedStrategy.", path, " has no rule for its type");
   }
@@ -173,6 +185,7 @@ void CheckRanges(const DistributedStrategy& s) {
   CheckAtLeast(t.admit_count(), 0, "sparse_table_configs.admit_count");
   CheckAtLeast(p.heter_configs().pipeline_depth(), 1, "heter_configs.pipeline_depth");
   CheckAtLeast(t.delete_after_unseen_passes(), 0, "sparse_table_configs.delete_after_unseen_passes");
+  s.CheckOnAssign("last_comm_group_size_MB");
 }
 
 }  // namespace
@@ -223,6 +236,14 @@ std::string DistributedStrategy::ToText() const {
 int DistributedStrategy::comm_num() const {
   if (!proto_->has_comm_num() && proto_->has_nccl_comm_num()) return proto_->nccl_comm_num();
   return proto_->comm_num();
+}
+
+void DistributedStrategy::CheckOnAssign(const std::string& field) const {
+  if (field == "last_comm_group_size_MB") {
+    FLOTILLA_CHECK(proto_.last_comm_group_size_mb() > 0, InvalidArgument,
+                   "DistributedStrategy.last_comm_group_size_MB=", proto_.last_comm_group_size_mb(),
+                   " must be greater than 0");
+  }
 }
 
 void DistributedStrategy::Validate() const {

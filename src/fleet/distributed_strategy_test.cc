@@ -179,11 +179,19 @@ TEST(DistributedStrategy, OutOfRangeValuesAreNamed) {
   EXPECT_THROW(DistributedStrategy::FromTextFile("/nonexistent/strategy.prototxt"), Error);
 }
 
+TEST(DistributedStrategy, LaunchBarrierOffIsAHint) {
+  DistributedStrategy s = DistributedStrategy::FromText("a_sync_configs { launch_barrier: false }");
+  EXPECT_NO_THROW(s.Validate());
+  const std::vector<std::string> hints = s.Hints();
+  ASSERT_EQ(hints.size(), 1u);
+  EXPECT_NE(hints[0].find("a_sync_configs.launch_barrier=false"), std::string::npos) << hints[0];
+}
+
 TEST(DistributedStrategy, AsyncFieldsTheCommunicatorLacksAreRefusedByName) {
   EXPECT_NO_THROW(DistributedStrategy::FromText(
       "a_sync_configs { k_steps: 4 max_merge_var_num: 8 send_queue_size: 32 independent_recv_thread: true }"));
   for (const char* field : {"min_send_grad_num_before_recv: 2", "thread_pool_size: 4", "send_wait_times: 3",
-                            "runtime_split_send_recv: true", "launch_barrier: false", "lr_decay_steps: 5"}) {
+                            "runtime_split_send_recv: true", "lr_decay_steps: 5"}) {
     try {
       DistributedStrategy::FromText(std::string("a_sync_configs { ") + field + " }").Validate();
       FAIL() << field << " was accepted";

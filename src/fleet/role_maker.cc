@@ -19,14 +19,26 @@ std::vector<std::string> ReadEndpoints(const std::string& var) {
   return eps;
 }
 
+// A variable a role maker needs: missing, it makes the role's environment
+// invalid (InvalidArgument, Paddle's ValueError), naming what needs it.
+std::string RequireRoleVar(const std::string& var, const std::string& why) {
+  auto value = env::Get(var);
+  FLOTILLA_CHECK(value.has_value(), InvalidArgument, "environment variable ", var, " is not set (", why, ")");
+  return *value;
+}
+
+int64_t RequireRoleInt(const std::string& var, const std::string& why) {
+  return ParseInt(RequireRoleVar(var, why), "environment variable " + var);
+}
+
 int ReadCount(const std::string& var, const std::string& why) {
-  const int64_t n = env::RequireInt(var, why);
+  const int64_t n = RequireRoleInt(var, why);
   return static_cast<int>(CheckInRange(n, "environment variable " + var, 1, INT32_MAX));
 }
 
 int ReadIndex(const std::string& var, int limit, const std::string& limit_var,
               const std::string& why) {
-  int64_t i = env::RequireInt(var, why);
+  int64_t i = RequireRoleInt(var, why);
   FLOTILLA_CHECK(i >= 0 && i < limit, InvalidArgument, "environment variable ", var, "=", i,
                  " must be in [0, ", limit, ") (", limit_var, "=", limit, ")");
   return static_cast<int>(i);
@@ -57,8 +69,10 @@ PaddleCloudRoleMaker::PaddleCloudRoleMaker(bool is_collective, bool non_distribu
   info_.host_id = env::GetOr("FLOTILLA_HOST_ID", env::GetOr("SLURMD_NODENAME", ""));
   if (is_collective) {
     ReadCollective(non_distributed_fallback);
-  } else if (non_distributed_fallback && !env::Get("TRAINING_ROLE") && !env::Get("PADDLE_PSERVERS_IP_PORT_LIST")) {
-    info_.non_distributed = true;  // Paddle's "back to non_distributed execution"
+  } else if (non_distributed_fallback && !env::Get("PADDLE_PSERVERS_IP_PORT_LIST")) {
+    // Paddle's "back to non_distributed execution": no server list, whatever
+    // TRAINING_ROLE says.
+    info_.non_distributed = true;
   } else {
     ReadParameterServer();
   }
@@ -119,20 +133,29 @@ bool PaddleCloudRoleMaker::ReadAloneCollective() {
 void PaddleCloudRoleMaker::ReadCollective(bool fallback) {
   const auto roles = roles::RoleEnvironment::Read(roles::ProcessEnv());
   if (fallback && !roles.HasRank() && ReadAloneCollective()) return;
-  const roles::Claim& size = RequireClaim(roles, RoleField::kWorldSize, "world size");
+  info_.worker_endpoints = ReadEndpoints("PADDLE_TRAINER_ENDPOINTS");
   const roles::Claim& rank = RequireClaim(roles, RoleField::kRank, "rank");
-  info_.worker_num = *roles.Int(RoleField::kWorldSize);
-  FLOTILLA_CHECK(info_.worker_num >= 1, InvalidArgument, "environment variable ", size.origin,
-                 "=", size.value, " must be at least 1");
+  // As Paddle's collective role maker: without a world-size variable, the
+  // job has as many workers as PADDLE_TRAINER_ENDPOINTS lists.
+  std::string size_origin = "PADDLE_TRAINER_ENDPOINTS", size_value;
+  if (roles.Get(RoleField::kWorldSize) == nullptr && !info_.worker_endpoints.empty()) {
+    info_.worker_num = static_cast<int>(info_.worker_endpoints.size());
+    size_value = StrCat(info_.worker_num, " endpoints");
+  } else {
+    const roles::Claim& size = RequireClaim(roles, RoleField::kWorldSize, "world size");
+    size_origin = size.origin;
+    size_value = size.value;
+    info_.worker_num = *roles.Int(RoleField::kWorldSize);
+    FLOTILLA_CHECK(info_.worker_num >= 1, InvalidArgument, "environment variable ", size.origin,
+                   "=", size.value, " must be at least 1");
+  }
   info_.worker_index = *roles.Int(RoleField::kRank);
   FLOTILLA_CHECK(info_.worker_index < info_.worker_num, InvalidArgument,
                  "environment variable ", rank.origin, "=", rank.value, " must be in [0, ",
-                 info_.worker_num, ") (", size.origin, "=", size.value, ")");
+                 info_.worker_num, ") (", size_origin, "=", size_value, ")");
   ReadStore(roles, info_);
   if (auto job = roles.Value(RoleField::kJobId)) info_.job_id = *job;
-  info_.worker_endpoints = ReadEndpoints("PADDLE_TRAINER_ENDPOINTS");
-  CheckEndpointCount(info_.worker_endpoints, info_.worker_num, "PADDLE_TRAINER_ENDPOINTS",
-                     size.origin);
+  CheckEndpointCount(info_.worker_endpoints, info_.worker_num, "PADDLE_TRAINER_ENDPOINTS", size_origin);
   info_.current_endpoint = env::GetOr("PADDLE_CURRENT_ENDPOINT", "");
   if (!info_.current_endpoint.empty()) {
     ParseHostPort(info_.current_endpoint, "environment variable PADDLE_CURRENT_ENDPOINT");
@@ -146,7 +169,7 @@ void PaddleCloudRoleMaker::ReadCollective(bool fallback) {
 }
 
 void PaddleCloudRoleMaker::ReadParameterServer() {
-  std::string role = env::Require("TRAINING_ROLE", kWhyCloud);
+  std::string role = RequireRoleVar("TRAINING_ROLE", kWhyCloud);
   info_.server_endpoints = ReadEndpoints("PADDLE_PSERVERS_IP_PORT_LIST");
   FLOTILLA_CHECK(!info_.server_endpoints.empty(), InvalidArgument,
                  "environment variable PADDLE_PSERVERS_IP_PORT_LIST lists no server");
@@ -163,10 +186,9 @@ void PaddleCloudRoleMaker::ReadParameterServer() {
   const bool heter = role == "HETER_TRAINER";
   info_.role = heter ? Role::kHeterWorker : Role::kServer;
   info_.worker_index = -1;
-  std::string ip = env::Require("POD_IP", kWhyCloud);
+  std::string ip = RequireRoleVar("POD_IP", kWhyCloud);
   const int64_t port =
-      CheckInRange(env::RequireInt("PADDLE_PORT", kWhyCloud), "environment variable PADDLE_PORT",
-                   1, kMaxPort);
+      CheckInRange(RequireRoleInt("PADDLE_PORT", kWhyCloud), "environment variable PADDLE_PORT", 1, kMaxPort);
   info_.current_endpoint = StrCat(ip, ":", port);
   const auto& list = heter ? info_.heter_endpoints : info_.server_endpoints;
   int& index = heter ? info_.heter_index : info_.server_index;
@@ -259,7 +281,7 @@ std::string MpiStoreAddress() {
 MPISymetricRoleMaker::MPISymetricRoleMaker(bool parameter_servers) {
   info_.worker_num = ReadCount("OMPI_COMM_WORLD_SIZE", kWhyMpi);
   info_.worker_index = ReadIndex("OMPI_COMM_WORLD_RANK", info_.worker_num, "OMPI_COMM_WORLD_SIZE", kWhyMpi);
-  int64_t local = env::RequireInt("OMPI_COMM_WORLD_LOCAL_RANK", kWhyMpi);
+  int64_t local = RequireRoleInt("OMPI_COMM_WORLD_LOCAL_RANK", kWhyMpi);
   FLOTILLA_CHECK(local >= 0 && local <= info_.worker_index, InvalidArgument,
                  "environment variable OMPI_COMM_WORLD_LOCAL_RANK=", local,
                  " must be in [0, OMPI_COMM_WORLD_RANK=", info_.worker_index, "]");

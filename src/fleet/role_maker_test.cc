@@ -76,6 +76,20 @@ TEST(PaddleCloudRoleMaker, CollectiveReadsTheContract) {
   EXPECT_EQ(role.info().store_address, "127.0.0.1:6000");
 }
 
+TEST(PaddleCloudRoleMaker, CollectiveWorldSizeFromTheEndpointList) {
+  // Paddle's collective role maker counts PADDLE_TRAINER_ENDPOINTS when no
+  // world size is given.
+  {
+    ScopedEnv env({{"PADDLE_TRAINER_ID", "1"}, {"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:36001,127.0.0.1:36002"}});
+    PaddleCloudRoleMaker role(true);
+    EXPECT_EQ(role.worker_index(), 1);
+    EXPECT_EQ(role.worker_num(), 2);
+  }
+  ScopedEnv env({{"PADDLE_TRAINER_ID", "2"}, {"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:36001,127.0.0.1:36002"}});
+  EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(true); }).find("PADDLE_TRAINER_ENDPOINTS=2 endpoints"),
+            std::string::npos);
+}
+
 TEST(PaddleCloudRoleMaker, TorchStyleVariablesWithoutALauncher) {
   ScopedEnv env({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
                  {"MASTER_PORT", "29411"}});
@@ -243,6 +257,16 @@ TEST(PaddleCloudRoleMaker, NonDistributedFallbackAsPaddle) {
     EXPECT_EQ(ps.server_num(), 0);
   }
   {
+    // Paddle's test_fleet_base_2: a trainer role but no server list.
+    ScopedEnv env({{"TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINER_ID", "1"}, {"PADDLE_TRAINERS_NUM", "1"}});
+    PaddleCloudRoleMaker ps(false, true);
+    EXPECT_TRUE(ps.info().non_distributed);
+    EXPECT_EQ(ps.worker_num(), 1);
+    EXPECT_EQ(ps.server_num(), 0);
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker strict(false); }).find("PADDLE_PSERVERS_IP_PORT_LIST"),
+              std::string::npos);
+  }
+  {
     // Paddle's test_fleet_base environment: one endpoint, no rank.
     ScopedEnv env({{"PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:36000"}, {"PADDLE_TRAINERS_NUM", "2"}});
     PaddleCloudRoleMaker role(true, true);
@@ -258,8 +282,11 @@ TEST(PaddleCloudRoleMaker, NonDistributedFallbackAsPaddle) {
         << "several workers need each one's rank";
   }
   {
+    // As Paddle's _ps_env: no server list is a job without servers, whatever
+    // TRAINING_ROLE says; only the strict role maker asks for the list.
     ScopedEnv env({{"TRAINING_ROLE", "TRAINER"}, {"PADDLE_TRAINERS_NUM", "2"}});
-    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(false, true); }).find("PADDLE_PSERVERS_IP_PORT_LIST"),
+    EXPECT_TRUE(PaddleCloudRoleMaker(false, true).info().non_distributed);
+    EXPECT_NE(ErrorOf([] { PaddleCloudRoleMaker r(false); }).find("PADDLE_PSERVERS_IP_PORT_LIST"),
               std::string::npos);
   }
 }

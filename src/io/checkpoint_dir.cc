@@ -122,7 +122,10 @@ std::string TempName(const std::string& name, const char* kind) {
   return StrCat(name, ".", kind, ".", ::getpid(), ".", HexEncode(RandomBytes(8)));
 }
 
-void CommitDirAtomic(const std::string& dir, const std::function<void(const std::string&)>& fill) {
+void CommitDirAtomic(const std::string& dir_in, const std::function<void(const std::string&)>& fill) {
+  // "out/" names the directory "out": the temporary sits beside it, not in it.
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const std::filesystem::path target = std::filesystem::path(dir).lexically_normal();
   const std::string name = target.filename().string();
   FLOTILLA_CHECK(!name.empty() && name != "." && name != "..", InvalidArgument,

@@ -4,6 +4,7 @@
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/strings.h"
+#include "flotilla/core/lod.h"
 
 namespace flotilla::io {
 
@@ -14,9 +15,6 @@ DataFeeder::DataFeeder(const std::vector<Variable>& feed_list, Place place)
     FLOTILLA_ENFORCE(v.valid(), "DataFeeder: feed list holds an invalid variable");
     FLOTILLA_ENFORCE(!v.shape().empty(), "DataFeeder: feed variable '", v.name(),
                      "' has no batch dimension (shape [])");
-    FLOTILLA_ENFORCE(v.desc().lod_level <= 1, "DataFeeder: feed variable '", v.name(), "' has lod_level ",
-                     v.desc().lod_level, "; the feeder packs lod_level 0 and 1 (feed deeper LoD tensors "
-                     "built with create_lod_tensor)");
     Dims sample_dims(v.shape().begin() + 1, v.shape().end());
     slots_.push_back(Slot{v.name(), v.dtype(), std::move(sample_dims), v.desc().lod_level});
     names_.push_back(v.name());
@@ -40,6 +38,7 @@ FeedMap DataFeeder::Feed(const std::vector<Sample>& batch) const {
 Tensor DataFeeder::FeedSlot(size_t s, const std::vector<Sample>& batch) const {
   const Slot& slot = slots_[s];
   if (slot.lod_level == 1) return FeedSequences(s, batch);
+  if (slot.lod_level > 1) return FeedNested(s, batch);
   const Tensor& first = batch[0][s];
   // Unknown inner dims (-1) take the first sample's shape.
   bool unknown = Numel(slot.sample_dims) < 0;
@@ -92,6 +91,31 @@ Tensor DataFeeder::FeedSequences(size_t s, const std::vector<Sample>& batch) con
     if (bytes > 0) std::memcpy(dst + static_cast<size_t>(offsets[i]) * row_bytes, batch[i][s].raw_data(), bytes);
   }
   out.set_lod({std::move(offsets)});
+  return out;
+}
+
+// lod_level L > 1: each sample's rows carry L - 1 levels of offsets (its
+// own nesting); the batch's level 0 counts each sample's outermost items and
+// its level j the samples' level j - 1, shifted past the samples before.
+Tensor DataFeeder::FeedNested(size_t s, const std::vector<Sample>& batch) const {
+  const Slot& slot = slots_[s];
+  const size_t inner = static_cast<size_t>(slot.lod_level - 1);
+  LoD lod(slot.lod_level, LoDLevel{0});
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Tensor& field = batch[i][s];
+    const int64_t rows = field.rank() ? field.dim(0) : 0;
+    FLOTILLA_ENFORCE(field.lod().size() == inner && IsValidLoD(field.lod(), rows), "DataFeeder: variable '",
+                     slot.name, "' has lod_level ", slot.lod_level, ": sample ", i, " must hold ", inner,
+                     " level(s) of sequence offsets describing its ", rows, " rows, got ", field.lod().size());
+    lod[0].push_back(lod[0].back() + static_cast<int64_t>(field.lod()[0].size()) - 1);
+    for (size_t j = 0; j < inner; ++j) {
+      const int64_t base = lod[j + 1].back();
+      const LoDLevel& own = field.lod()[j];
+      for (size_t k = 1; k < own.size(); ++k) lod[j + 1].push_back(base + own[k]);
+    }
+  }
+  Tensor out = FeedSequences(s, batch);  // the rows, packed and checked
+  out.set_lod(std::move(lod));
   return out;
 }
 

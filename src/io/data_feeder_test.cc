@@ -62,8 +62,25 @@ TEST_F(DataFeederTest, PacksSequencesOfALoDVariableWithOffsets) {
   EXPECT_EQ(feed["ids"].dims(), (Dims{4, 1}));
   EXPECT_EQ(feed["ids"].ToVector<int64_t>(), (std::vector<int64_t>{4, 5, 6, 7}));
   EXPECT_EQ(feed["ids"].lod(), (LoD{{0, 3, 3, 4}}));
+}
+
+TEST_F(DataFeederTest, PacksNestedSequencesOfALodLevelTwoVariable) {
+  VarDesc& ids = program.global_block().CreateVar("paragraphs");
+  ids.shape = {-1, 1};
+  ids.dtype = DType::kInt64;
   ids.lod_level = 2;
-  EXPECT_THROW(DataFeeder({program.global_block().GetVariable("ids")}), InvalidArgument);
+  DataFeeder feeder({program.global_block().GetVariable("paragraphs")});
+  // Paddle's test_data_feeder: [[1, 2, 3], [4, 5]] and [[6, 7, 8, 9]].
+  Tensor first = Tensor::FromVector<int64_t>({1, 2, 3, 4, 5}, {5, 1});
+  first.set_lod({{0, 3, 5}});
+  Tensor second = Tensor::FromVector<int64_t>({6, 7, 8, 9}, {4, 1});
+  second.set_lod({{0, 4}});
+  FeedMap feed = feeder.Feed({{first}, {second}});
+  EXPECT_EQ(feed["paragraphs"].dims(), (Dims{9, 1}));
+  EXPECT_EQ(feed["paragraphs"].lod(), (LoD{{0, 2, 3}, {0, 3, 5, 9}}));
+  EXPECT_EQ(feed["paragraphs"].ToVector<int64_t>(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  Tensor flat = Tensor::FromVector<int64_t>({1, 2}, {2, 1});  // no offsets of its own
+  EXPECT_THROW(feeder.Feed({{flat}}), InvalidArgument);
 }
 
 TEST_F(DataFeederTest, AcceptsAnyShapeWithTheRightElementCount) {

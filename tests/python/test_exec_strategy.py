@@ -200,7 +200,7 @@ def test_a_sync_configs_fields_reach_the_communicator_or_are_refused(tmp_path):
         "mode": "async", "max_merge_var_num": 4, "send_queue_size": 8, "independent_recv_thread": True}
     for field, value in (("min_send_grad_num_before_recv", "2"), ("thread_pool_size", "4"),
                          ("send_wait_times", "3"), ("runtime_split_send_recv", "true"),
-                         ("launch_barrier", "false"), ("lr_decay_steps", "5")):
+                         ("lr_decay_steps", "5")):
         proc = run_python([str(script), f'{{"{field}": {value}}}'])
         assert proc.returncode != 0, f"{field}={value} was accepted"
         assert "flotilla.errors.UnimplementedError" in proc.stderr, proc.stderr[-2000:]

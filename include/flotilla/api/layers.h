@@ -19,6 +19,9 @@ namespace flotilla::layers {
 // append_batch_size is set, a leading -1 (the batch) is added, as Paddle's
 // fluid.layers.data does; a shape with -1 is used as is. lod_level 1: each
 // batch is variable-length sequences packed along the first dimension.
+// Declaring a name again in the same program with the same shape, dtype and
+// lod_level returns that variable (as Paddle does); a different declaration
+// throws InvalidArgument naming both.
 Variable data(const std::string& name, Dims shape, DType dtype = DType::kFloat32,
               bool append_batch_size = true, int lod_level = 0);
 
@@ -53,6 +56,9 @@ Variable softmax_with_cross_entropy(const Variable& logits, const Variable& labe
                                     bool soft_label = false, int64_t ignore_index = -100);
 Variable sigmoid_cross_entropy_with_logits(const Variable& x, const Variable& label,
                                            int64_t ignore_index = -100, bool normalize = false);
+// -label·log(input + ε) - (1 - label)·log(1 - input + ε), elementwise, for
+// probabilities `input` and labels in [0, 1] of the same shape.
+Variable log_loss(const Variable& input, const Variable& label, float epsilon = 1e-4f);
 
 Variable mean(const Variable& x);
 Variable reduce_sum(const Variable& x, std::vector<int32_t> dim = {}, bool keep_dim = false);

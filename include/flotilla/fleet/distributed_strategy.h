@@ -138,6 +138,11 @@ class DistributedStrategy {
   // holds.
   void Validate() const;
 
+  // The checks Paddle's setters make when `field` is assigned (the others
+  // wait for Validate): last_comm_group_size_MB must be > 0. Throws
+  // InvalidArgument naming the field and its value.
+  void CheckOnAssign(const std::string& field) const;
+
   // One message per hint field set away from its default, naming the field,
   // its value and why it has no effect. Never throws.
   std::vector<std::string> Hints() const;

@@ -5,8 +5,9 @@
 //   fleet::init(role);
 //
 // Every role maker reads its source when constructed and throws
-// InvalidArgument / NotFound naming the variable that is missing or
-// malformed, so a misconfigured job fails at its first line. Role makers are
+// InvalidArgument (Paddle's ValueError) naming a role variable that is
+// missing or malformed — NotFound when no variable names the rank or world
+// size of a collective job — so a misconfigured job fails at its first line. Role makers are
 // immutable values after construction; copying them is cheap and safe.
 #pragma once
 
@@ -96,9 +97,9 @@ class RoleMaker {
 // family names a rank and PADDLE_TRAINER_ENDPOINTS lists at most one
 // endpoint — worker 0 of 1, its endpoint that one (non_distributed = false,
 // as Paddle's when the variable is set) or 127.0.0.1:6170
-// (non_distributed = true); parameter server, when neither TRAINING_ROLE
-// nor PADDLE_PSERVERS_IP_PORT_LIST is set — worker 0 of 1 with no servers
-// (non_distributed = true). Anything else is read strictly as above.
+// (non_distributed = true); parameter server, when
+// PADDLE_PSERVERS_IP_PORT_LIST is not set (whatever TRAINING_ROLE says, as
+// Paddle's) — worker 0 of 1 with no servers (non_distributed = true). Anything else is read strictly as above.
 class PaddleCloudRoleMaker : public RoleMaker {
  public:
   explicit PaddleCloudRoleMaker(bool is_collective = false, bool non_distributed_fallback = false);

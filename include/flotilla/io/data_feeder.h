@@ -7,6 +7,9 @@
 // instead: each sample's field holds any number of rows of the variable's
 // per-row shape (ids [n] or [n, 1] for shape [-1, 1]); the fed tensor packs
 // them, [Σn, ...], with offsets [[0, n0, n0+n1, ...]] (Paddle's LoDTensor).
+// A variable of lod_level L > 1 takes, per sample, rows carrying L - 1
+// levels of offsets (a paragraph: its sentences' offsets over its words);
+// the fed tensor has L levels, the outermost counting each sample's items.
 // Stateless after construction; Feed() is thread-safe.
 #pragma once
 
@@ -43,6 +46,7 @@ class DataFeeder {
   };
   Tensor FeedSlot(size_t slot, const std::vector<Sample>& batch) const;
   Tensor FeedSequences(size_t slot, const std::vector<Sample>& batch) const;
+  Tensor FeedNested(size_t slot, const std::vector<Sample>& batch) const;
 
   std::vector<Slot> slots_;
   std::vector<std::string> names_;

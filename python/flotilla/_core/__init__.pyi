@@ -20,6 +20,7 @@ class Block:
         """The variable `name`; raises NotFoundError naming it and the block."""
     def var_names(self) -> Any:
         """Variable names in creation order."""
+    vars: Any
     ...
 
 class Executor:
@@ -50,10 +51,14 @@ class Program:
     def _prune_with_input(self, *args: Any, **kwargs: Any) -> Any:
         """Paddle's ``Program._prune_with_input``: the program cut to what computes"""
     _run_settings: Any
+    def all_parameters(self) -> Any:
+        """The parameters of every block, in creation order."""
     def block(self, index: Any) -> Any: ...
     def clone(self, for_test: Any = ...) -> Any:
         """A deep copy; for_test drops backward/optimizer/lr ops and sets is_test."""
     def global_block(self) -> Any: ...
+    def list_vars(self) -> Any:
+        """Every variable of every block, block by block in creation order (Paddle's list_vars)."""
     num_blocks: Any
     @staticmethod
     def parse_from_string(binary_str: Any) -> Any: ...
@@ -97,12 +102,16 @@ class Tensor:
     def __array__(self, dtype: Any = ...) -> Any:
         """A NumPy copy of the data."""
     def __init__(self) -> None: ...
+    def _as_type(self, dtype: Any) -> Any:
+        """A copy converted to ``dtype`` (a name, or Paddle's VarDesc.VarType), offsets kept."""
     def _data_ptr(self) -> int:
         """Address of the first element (for tests of zero-copy feeds)."""
     def _dtype(self) -> str:
         """The element type's name ("float32", ...)."""
     def _is_initialized(self) -> bool:
         """True once the tensor holds data."""
+    def _to_dlpack(self) -> Any:
+        """A DLPack capsule ("dltensor") of a copy of the data, for from_dlpack of any framework."""
     def has_valid_recursive_sequence_lengths(self) -> bool:
         """True when the offsets describe the tensor's rows (always for a dense tensor)."""
     def lod(self) -> Any:

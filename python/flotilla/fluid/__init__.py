@@ -13,12 +13,15 @@ from ..data_feeder import DataFeeder  # noqa: F401
 from ..executor import Executor  # noqa: F401
 from ..lod_tensor import create_lod_tensor, create_random_int_lodtensor  # noqa: F401
 from ..static import data  # noqa: F401
-from ..framework import (Program, Variable, default_main_program, default_startup_program,  # noqa: F401
+from ..framework import (Program, Scope, Variable, default_main_program, default_startup_program,  # noqa: F401
                          global_scope, name_scope, program_guard, scope_guard)
 from ..param_attr import ParamAttr  # noqa: F401
 from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_with_cuda  # noqa: F401
 from ..strategies import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from ..distributed.transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
+from ..inference_transpiler import InferenceTranspiler  # noqa: F401
+from ..parallel_executor import ParallelExecutor  # noqa: F401
+from ..distributed.fleet.paddle_flags import get_flags, set_flags  # noqa: F401
 from ..static.io import load, load_program_state, save, set_program_state  # noqa: F401
 from . import compiler, core, dataset, unique_name  # noqa: F401
 from .core import LoDTensor  # noqa: F401
@@ -29,9 +32,10 @@ for _name, _module in (("layers", layers), ("optimizer", optimizer), ("initializ
     _alias(f"{__name__}.{_name}", _module)
 
 __all__ = ["layers", "nets", "optimizer", "initializer", "regularizer", "io", "core", "unique_name", "DataFeeder",
-           "Executor", "Program", "Variable", "default_main_program", "default_startup_program",
+           "Executor", "Program", "Scope", "Variable", "default_main_program", "default_startup_program",
            "global_scope", "name_scope", "program_guard", "scope_guard", "ParamAttr", "CPUPlace", "CUDAPlace",
            "cpu_places", "cuda_places", "is_compiled_with_cuda", "BuildStrategy", "CompiledProgram", "compiler",
            "save", "load", "load_program_state", "set_program_state",
-           "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig", "dataset", "DatasetFactory",
+           "ExecutionStrategy", "DistributeTranspiler", "DistributeTranspilerConfig", "InferenceTranspiler",
+           "dataset", "DatasetFactory", "get_flags", "set_flags", "ParallelExecutor",
            "InMemoryDataset", "QueueDataset", "create_lod_tensor", "create_random_int_lodtensor", "LoDTensor", "data"]

@@ -91,6 +91,12 @@ def binary_cross_entropy_with_logits(logit: Variable, label: Variable, weight=No
                    "binary_cross_entropy_with_logits")
 
 
+def log_loss(input: Variable, label: Variable, epsilon: float = 1e-4, name=None) -> Variable:
+    """Per-element negative log likelihood of probabilities ``input`` against
+    labels in [0, 1]: ``-label·log(input+ε) - (1-label)·log(1-input+ε)``."""
+    return _L.log_loss(input, label, float(epsilon))
+
+
 def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index: int = -100, name=None,
                                       normalize: bool = False) -> Variable:
     """Per-element logistic loss."""

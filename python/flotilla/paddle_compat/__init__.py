@@ -38,6 +38,7 @@ _MODULES: Dict[str, str] = {
     "paddle.fluid.lod_tensor": "flotilla.lod_tensor",
     "paddle.fluid.framework": "flotilla.framework",
     "paddle.fluid.executor": "flotilla.executor",
+    "paddle.fluid.reader": "flotilla.dataloader",
     "paddle.fluid.transpiler": "flotilla.distributed.transpiler",
     "paddle.fluid.transpiler.distribute_transpiler": "flotilla.distributed.transpiler",
     "paddle.fluid.incubate.fleet.base.role_maker": "flotilla.distributed.fleet.base.role_maker",
@@ -57,11 +58,14 @@ _MODULES: Dict[str, str] = {
     "paddle.reader": "flotilla.reader",
     "paddle.dataset": "flotilla.dataset",
     "paddle.dataset.uci_housing": "flotilla.dataset.uci_housing",
+    "paddle.dataset.mnist": "flotilla.dataset.mnist",
+    "paddle.dataset.cifar": "flotilla.dataset.cifar",
     "paddle.distributed": "flotilla.distributed",
     "paddle.distributed.fleet": "flotilla.distributed.fleet",
     "paddle.distributed.fleet.base": "flotilla.distributed.fleet.base",
     "paddle.distributed.fleet.base.role_maker": "flotilla.distributed.fleet.base.role_maker",
     "paddle.utils": "flotilla.paddle_compat.utils",
+    "paddle.framework.random": "flotilla.paddle_compat.framework_random",
     "paddle.utils.unique_name": "flotilla.fluid.unique_name",
 }
 
@@ -81,6 +85,10 @@ NEAREST: Dict[str, str] = {
     "paddle.distributed.fleet.utils.ps_util.DistributedInfer": "fleet's trainer program cloned with "
                                                                "clone(for_test=True)",
     "paddle.to_tensor": "numpy arrays fed to Executor.run",
+    "paddle.increment": "paddle.scale(x, bias=1.0) (x + 1 as a new variable)",
+    "paddle.tensor.array_write": "no LoDTensorArray in Flotilla: fetch the variables themselves (fetch_list)",
+    "paddle.tensor.array_read": "no LoDTensorArray in Flotilla: fetch the variables themselves (fetch_list)",
+    "paddle.tensor.create_array": "no LoDTensorArray in Flotilla: fetch the variables themselves (fetch_list)",
 }
 
 
@@ -145,11 +153,15 @@ class _Proxy(types.ModuleType):
         if attr.startswith("__"):
             raise AttributeError(attr)
         full = f"{self.__name__}.{attr}"
+        target = self.__dict__["_target"]
+        # An attribute that is not a module wins over a submodule of its name,
+        # as in Paddle (paddle.distributed.fleet.fleet is the Fleet object).
+        if target is not None and not isinstance(getattr(target, attr, None), (types.ModuleType, type(None))):
+            return getattr(target, attr)
         if full in sys.modules:
             return sys.modules[full]
         if full in _MODULES or _exists(f"{self.__name__}.{attr}"):
             return importlib.import_module(full)
-        target = self.__dict__["_target"]
         if target is not None and hasattr(target, attr):
             value = getattr(target, attr)
             if isinstance(value, types.ModuleType) and value.__name__.startswith("flotilla"):

@@ -8,8 +8,8 @@ from ..fluid import core  # noqa: F401
 from ..param_attr import ParamAttr  # noqa: F401
 from ..place import CPUPlace, CUDAPlace, is_compiled_with_cuda  # noqa: F401
 from ..reader import batch  # noqa: F401
-from ..tensor import (add, cast, concat, divide, full, matmul, mean, multiply, reshape, scale,  # noqa: F401
-                      subtract, sum)
+from ..tensor import (add, cast, concat, divide, full, matmul, mean, multiply, ones, reshape, scale,  # noqa: F401
+                      subtract, sum, zeros)
 from ..nn.common import flatten  # noqa: F401
 from ..static.io import load_object as load, save_object as save  # noqa: F401
 from . import common_ops_import, utils  # noqa: F401

@@ -1,4 +1,4 @@
-// cross_entropy (on probabilities) and sigmoid_cross_entropy_with_logits.
+// cross_entropy (on probabilities), sigmoid_cross_entropy_with_logits and log_loss.
 //
 // cross_entropy takes probabilities, so it clips them at a tiny epsilon
 // before the log (as Paddle does): a zero probability of the true class
@@ -233,6 +233,65 @@ void RegisterLoss(OpRegistry& r, const std::string& type, InferShapeFn shape, Ke
                      std::move(backward));
 }
 
+// ---- log_loss: negative log likelihood of probabilities ----
+//
+// Loss = -Labels·log(Predicted + ε) - (1 - Labels)·log(1 - Predicted + ε),
+// elementwise (Paddle's log_loss); Predicted and Labels are [N, 1].
+
+void LogLossShape(InferShapeContext& ctx) {
+  Dims pred = ctx.InputDim("Predicted");
+  Dims label = ctx.InputDim("Labels");
+  FLOTILLA_ENFORCE(DimsCompatible(pred, label) || DimsCompatible(label, pred), ctx.Where(),
+                   ": Labels has shape ", DimsToString(label), " but Predicted has ", DimsToString(pred));
+  ctx.SetOutputDim("Loss", pred);
+}
+
+void CheckLogLossInputs(const ExecutionContext& ctx, const Tensor& pred, const Tensor& label) {
+  FLOTILLA_ENFORCE(label.dims() == pred.dims(), ctx.Where(), ": Labels has shape ", DimsToString(label.dims()),
+                   " but Predicted has ", DimsToString(pred.dims()), "; they must match");
+  ExpectDType(label, pred.dtype(), ctx.Where(), "Labels");
+}
+
+void LogLossKernel(ExecutionContext& ctx) {
+  const Tensor& pred = ctx.Input("Predicted");
+  const Tensor& label = ctx.Input("Labels");
+  CheckLogLossInputs(ctx, pred, label);
+  const float eps = ctx.Attr<float>("epsilon");
+  Tensor* loss = ctx.Output("Loss");
+  loss->Resize(pred.dims());
+  VisitFloatDType(pred.dtype(), ctx.Where(), [&]<typename T>() {
+    const T* p = pred.data<T>();
+    const T* z = label.data<T>();
+    T* out = loss->mutable_data<T>();
+    for (int64_t i = 0; i < pred.numel(); ++i) {
+      out[i] = -z[i] * std::log(p[i] + T(eps)) - (T(1) - z[i]) * std::log(T(1) - p[i] + T(eps));
+    }
+  });
+}
+
+// dPredicted = dLoss · (-(Labels / (Predicted + ε)) + (1 - Labels) / (1 - Predicted + ε)).
+void LogLossGradKernel(ExecutionContext& ctx) {
+  if (!ctx.HasOutput("Predicted@GRAD")) return;
+  const Tensor& pred = ctx.Input("Predicted");
+  const Tensor& label = ctx.Input("Labels");
+  CheckLogLossInputs(ctx, pred, label);
+  const Tensor& dloss = ctx.Input("Loss@GRAD");
+  FLOTILLA_ENFORCE(dloss.dims() == pred.dims(), ctx.Where(), ": Loss@GRAD has shape ",
+                   DimsToString(dloss.dims()), " but Predicted has ", DimsToString(pred.dims()));
+  const float eps = ctx.Attr<float>("epsilon");
+  Tensor* dpred = ctx.Output("Predicted@GRAD");
+  dpred->Resize(pred.dims());
+  VisitFloatDType(pred.dtype(), ctx.Where(), [&]<typename T>() {
+    const T* p = pred.data<T>();
+    const T* z = label.data<T>();
+    const T* d = dloss.data<T>();
+    T* out = dpred->mutable_data<T>();
+    for (int64_t i = 0; i < pred.numel(); ++i) {
+      out[i] = d[i] * (-z[i] / (p[i] + T(eps)) + (T(1) - z[i]) / (T(1) - p[i] + T(eps)));
+    }
+  });
+}
+
 }  // namespace
 
 void RegisterLossOps() {
@@ -241,6 +300,14 @@ void RegisterLossOps() {
                {{"soft_label", false}, {"ignore_index", int64_t{-100}}}, "Y", CrossEntropyGradKernel);
   RegisterLoss(r, "sigmoid_cross_entropy_with_logits", SigmoidCeShape, SigmoidCeKernel,
                {{"ignore_index", int64_t{-100}}, {"normalize", false}}, "Out", SigmoidCeGradKernel);
+  r.RegisterWithGrad({.type = "log_loss",
+                      .infer_shape = LogLossShape,
+                      .kernels = {{Place::Kind::kCPU, LogLossKernel}},
+                      .default_attrs = {{"epsilon", 1e-4f}},
+                      .no_grad_inputs = {"Labels"}},
+                     {.forward_inputs = {"Predicted", "Labels"}, .output_grads = {"Loss"},
+                      .input_grads = {"Predicted"}},
+                     LogLossGradKernel);
 }
 
 }  // namespace flotilla::ops

@@ -38,6 +38,14 @@ void AddLossGradChecks(GradCheckRegistry& registry) {
                 .inputs = {{"x", RandomTensor({2, 2}, -3, 3, 25)},
                            {"label", Tensor::FromVector<double>({1, 0, -100, 1}, {2, 2})}},
                 .check = {"x"}});
+  registry.Add({.label = "log_loss/4x1 soft labels",
+                .op = OpDesc("log_loss")
+                          .In("Predicted", {"p"})
+                          .In("Labels", {"z"})
+                          .Out("Loss", {"loss"})
+                          .Set("epsilon", 1e-4f),
+                .inputs = {{"p", RandomTensor({4, 1}, 0.1, 0.9, 26)}, {"z", RandomTensor({4, 1}, 0, 1, 27)}},
+                .check = {"p"}});
 }
 
 namespace {
@@ -116,6 +124,23 @@ TEST(LossOps, SigmoidCeGradIsSigmoidMinusLabel) {
   RunKernel(OpDesc("sigmoid_cross_entropy_with_logits_grad").In("X", {"x"}).In("Label", {"label"})
                 .In("Out@GRAD", {"dout"}).Out("X@GRAD", {"dx"}), scope);
   ExpectValuesNear(scope.GetVar("dx").GetTensor(), {-1, .75, 0}, 1e-12, "dx");
+}
+
+TEST(LossOps, LogLossIsMinusLogLikelihood) {
+  OpDesc op = OpDesc("log_loss").In("Predicted", {"p"}).In("Labels", {"z"}).Out("Loss", {"loss"});
+  auto outs = RunOp(op, {{"p", Tensor::FromVector<double>({0.9, 0.2, 0.5}, {3, 1})},
+                         {"z", Tensor::FromVector<double>({1, 0, 0.25}, {3, 1})}});
+  const double eps = 1e-4;
+  ExpectValuesNear(outs.at("loss"),
+                   {-std::log(0.9 + eps), -std::log(0.8 + eps),
+                    -0.25 * std::log(0.5 + eps) - 0.75 * std::log(0.5 + eps)},
+                   1e-6, "loss");
+  ExpectErrorMentions<InvalidArgument>(
+      [&] {
+        RunOp(op, {{"p", Tensor::FromVector<double>({0.5, 0.5}, {2, 1})},
+                   {"z", Tensor::FromVector<double>({1}, {1, 1})}});
+      },
+      {"log_loss", "Labels"});
 }
 
 TEST(LossOps, SigmoidCeRejectsMismatchedLabel) {

@@ -252,9 +252,10 @@ uint64_t Fnv1a(const std::string& s) {
 }
 
 // A fixed seed gives the same values on every run. Unlike Paddle it is mixed
-// with the output's name, so parameters of the same shape initialised under
-// one program-wide seed do not come out identical. Seed 0 draws a fresh seed
-// from one process-wide generator.
+// with the output's name (an empty name for ops whose seed already encodes
+// their position, seed_by_position), so parameters of the same shape
+// initialised under one program-wide seed do not come out identical. Seed 0
+// draws a fresh seed from one process-wide generator.
 std::mt19937_64 MakeEngine(int64_t seed, const std::string& out_name) {
   if (seed != 0) {
     const uint64_t a = static_cast<uint64_t>(seed), b = Fnv1a(out_name);
@@ -288,7 +289,10 @@ void FillRandom(ExecutionContext& ctx, Params... params) {
   }
   Tensor* out = ctx.Output("Out");
   out->Resize(dims);
-  std::mt19937_64 engine = MakeEngine(ctx.Attr<int64_t>("seed"), ctx.OutputName("Out"));
+  // seed_by_position: the seed already tells this op from the program's
+  // other random ops (see initializer.cc); the name is left out.
+  const bool by_position = ctx.Attr<bool>("seed_by_position");
+  std::mt19937_64 engine = MakeEngine(ctx.Attr<int64_t>("seed"), by_position ? std::string() : ctx.OutputName("Out"));
   VisitFloatDType(DTypeAttr(ctx, "dtype"), ctx.Where(), [&]<typename T>() {
     Dist<T> dist(static_cast<T>(params)...);
     T* p = out->mutable_data<T>();
@@ -338,12 +342,12 @@ void RegisterTensorOps() {
               .infer_shape = RandomInferShape,
               .kernels = {{Place::Kind::kCPU, UniformRandomKernel}},
               .default_attrs = {{"min", -1.0f}, {"max", 1.0f}, {"seed", int32_t{0}},
-                                {"dtype", f32}}});
+                                {"seed_by_position", false}, {"dtype", f32}}});
   r.Register({.type = "gaussian_random",
               .infer_shape = RandomInferShape,
               .kernels = {{Place::Kind::kCPU, GaussianRandomKernel}},
               .default_attrs = {{"mean", 0.0f}, {"std", 1.0f}, {"seed", int32_t{0}},
-                                {"dtype", f32}}});
+                                {"seed_by_position", false}, {"dtype", f32}}});
 }
 
 }  // namespace flotilla::ops

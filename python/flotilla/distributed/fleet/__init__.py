@@ -26,7 +26,7 @@ util = UtilBase()  # fleet.init gives it the role; set_util replaces it
 _FUNCTIONS = ["init", "is_worker", "is_server", "is_first_worker", "worker_index", "worker_num", "server_num",
               "server_index", "worker_endpoints", "server_endpoints", "barrier_worker", "distributed_optimizer",
               "init_server", "run_server", "init_worker", "stop_worker", "prefetch_sparse", "save_persistables",
-              "save_inference_model"]
+              "save_inference_model", "save", "load_model", "_get_applied_meta_list", "_get_applied_graph_list"]
 _bind(globals(), fleet, _FUNCTIONS)
 
 __all__ = ["fleet", "Fleet", "DistributedOptimizer", "DistributedStrategy", "PaddleCloudRoleMaker",

@@ -50,6 +50,7 @@ class DistributedOptimizer:
         result = self._core.minimize(loss, startup_program, _names(parameter_list) or self._optimizer._parameters,
                                      set(_names(no_grad_set)))
         self._fleet._minimized = True
+        self._fleet._applied = strategy
         return result
 
     @property
@@ -68,6 +69,7 @@ class Fleet:
         self._role: Optional[RoleMakerBase] = None
         self._strategy: Optional[DistributedStrategy] = None
         self._minimized = False
+        self._applied: Optional[DistributedStrategy] = None  # the strategy of the last minimize
 
     # ---- setting up ----
 
@@ -99,6 +101,7 @@ class Fleet:
         self._role = role_maker
         self._strategy = strategy
         self._minimized = False
+        self._applied = None
         util = current_util()
         util._set_role_maker(role_maker)
         util._set_strategy(strategy)
@@ -109,6 +112,27 @@ class Fleet:
         return self._role
 
     # ---- the role ----
+
+    # Paddle's meta optimizers, by the strategy field whose behaviour they are.
+    _META_OPTIMIZERS = (("localsgd", "LocalSGDOptimizer"), ("gradient_merge", "GradientMergeOptimizer"))
+
+    def _get_applied_meta_list(self) -> List[str]:
+        """Paddle's names of the meta optimizers whose behaviour the last
+        ``minimize`` applied: ``ParameterServerOptimizer`` for a
+        parameter-server job, ``LocalSGDOptimizer`` and
+        ``GradientMergeOptimizer`` for those strategy fields; [] before any
+        minimize."""
+        strategy = self._applied
+        if strategy is None:
+            return []
+        role = self._role
+        if role is not None and not role._is_collective and not role._is_non_distributed():
+            return ["ParameterServerOptimizer"]
+        return [name for field, name in self._META_OPTIMIZERS if getattr(strategy, field)]
+
+    def _get_applied_graph_list(self) -> List[str]:
+        """[]: Flotilla runs the program's ops as built, with no graph passes."""
+        return []
 
     def is_worker(self) -> bool:
         """True on a trainer."""
@@ -249,6 +273,42 @@ class Fleet:
         self._check_init("save_inference_model")
         _F.save_inference_model(executor._exe, dirname, _names(feeded_var_names), _names(target_vars),
                                 main_program, global_scope())
+
+    def save(self, dirname: str, feed: Sequence[Any] = (), fetch: Sequence[Any] = (), **configs: Any) -> None:
+        """Paddle 2.x ``fleet.save``: with ``feed`` and ``fetch`` (Variables or
+        names) an inference model (:meth:`save_inference_model`), without
+        them every persistable (:meth:`save_persistables`), into ``dirname``."""
+        mode = configs.pop("mode", 0)
+        if configs:
+            raise TypeError(f"fleet.save: unexpected arguments {sorted(configs)}")
+        from ...framework import default_main_program
+        from ...place import CPUPlace
+        exe = Executor(CPUPlace())
+        if bool(feed) != bool(fetch):
+            raise ValueError("fleet.save: give both feed and fetch (an inference model), or neither (persistables)")
+        program = None if self._minimized else default_main_program()
+        if feed:
+            self.save_inference_model(exe, dirname, feed, fetch, main_program=program, mode=mode)
+        else:
+            self.save_persistables(exe, dirname, main_program=program, mode=mode)
+
+    def load_model(self, path: str, mode: int) -> None:
+        """Paddle 2.x ``fleet.load_model``: reads the persistables
+        :meth:`save` / :meth:`save_persistables` wrote under ``path`` into
+        this process's scope (modes 0 and 1 of a job without servers: the
+        whole model). In a parameter-server job the servers hold the tables:
+        there it raises NotImplementedError naming ``init_server(dirname)``,
+        the nearest Flotilla API."""
+        self._check_init("load_model")
+        if mode not in (0, 1):
+            raise ValueError(f"fleet.load_model: mode must be 0 or 1, got {mode!r}")
+        role = self._role
+        if role is not None and not role._is_collective and not role._is_non_distributed():
+            raise NotImplementedError("fleet.load_model in a parameter-server job is not in Flotilla; nearest "
+                                      "Flotilla API: fleet.init_server(dirname) on the servers")
+        from ...io import load_persistables
+        from ...place import CPUPlace
+        load_persistables(Executor(CPUPlace()), path)
 
     # ---- Paddle 1.x no-ops kept for scripts that call them ----
 

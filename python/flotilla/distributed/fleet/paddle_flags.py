@@ -44,4 +44,63 @@ def warn_unhonoured(environ: Optional[Mapping[str, str]] = None) -> List[str]:
     return named
 
 
-__all__ = ["warn_unhonoured", "HONOURED", "INSTEAD"]
+# Paddle's public flags (what fluid.set_flags / get_flags accept) and their
+# defaults; the others are Paddle's private ones.
+PUBLIC: Dict[str, object] = {
+    "FLAGS_selected_gpus": "", "FLAGS_fuse_parameter_memory_size": -1.0, "FLAGS_fuse_parameter_groups_size": 1,
+    "FLAGS_sync_nccl_allreduce": True, "FLAGS_fraction_of_gpu_memory_to_use": 0.92,
+    "FLAGS_eager_delete_tensor_gb": 0.0, "FLAGS_check_nan_inf": False, "FLAGS_benchmark": False,
+    "FLAGS_cpu_deterministic": False, "FLAGS_use_mkldnn": False, "FLAGS_paddle_num_threads": 1,
+    "FLAGS_communicator_send_queue_size": 20, "FLAGS_communicator_max_merge_var_num": 20,
+    "FLAGS_rpc_deadline": 180000, "FLAGS_cudnn_deterministic": False, "FLAGS_conv_workspace_size_limit": 512,
+    "FLAGS_call_stack_level": 1, "FLAGS_allocator_strategy": "auto_growth",
+}
+_set_values: Dict[str, object] = {}
+
+
+def _check_public(name: object, what: str) -> str:
+    if not isinstance(name, str) or name not in PUBLIC:
+        raise ValueError(f"Flag {name} cannot {what} through this function (it is not a public Paddle flag)")
+    return name
+
+
+def set_flags(flags: Mapping[str, object]) -> None:
+    """Paddle's ``fluid.set_flags({name: value})``: sets public Paddle flags
+    for this process and the processes it starts (as FLAGS_* environment
+    variables). Those Flotilla does not honour are named in one warning,
+    as when they come from the environment. Raises TypeError for a non-dict
+    and ValueError for a private or unknown flag."""
+    if not isinstance(flags, dict):
+        raise TypeError(f"flags in set_flags should be a dict, got {type(flags).__name__}")
+    for name, value in flags.items():
+        _check_public(name, "set its value")
+    for name, value in flags.items():
+        _set_values[name] = value
+        os.environ[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    warn_unhonoured({n: os.environ[n] for n in flags})
+
+
+def get_flags(flags: object) -> Dict[str, object]:
+    """Paddle's ``fluid.get_flags(name or [names])``: {name: value} of
+    public Paddle flags (the value set, else the environment's, else
+    Paddle's default). Raises TypeError for another argument type and
+    ValueError for a private or unknown flag."""
+    if isinstance(flags, str):
+        names = [flags]
+    elif isinstance(flags, (list, tuple)):
+        names = list(flags)
+    else:
+        raise TypeError(f"flags in get_flags should be a str, list or tuple, got {type(flags).__name__}")
+    out: Dict[str, object] = {}
+    for name in names:
+        _check_public(name, "get its value")
+        if name in _set_values:
+            out[name] = _set_values[name]
+        elif name in os.environ:
+            out[name] = os.environ[name]
+        else:
+            out[name] = PUBLIC[name]
+    return out
+
+
+__all__ = ["warn_unhonoured", "HONOURED", "INSTEAD", "PUBLIC", "set_flags", "get_flags"]

@@ -38,7 +38,7 @@ _F = _core.fleet
 # Paddle's Python names whose proto field is spelt differently.
 _ALIASES = {"execution_strategy": "exec_strategy", "_fuse_grad_size_in_TFLOPS": "fuse_grad_size_in_TFLOPS"}
 # Paddle raises for a wrong-typed value of these instead of warning.
-_RAISES_ON_WRONG_TYPE = {"a_sync": ValueError, "fp16_compress": TypeError}
+_RAISES_ON_WRONG_TYPE = {"a_sync": ValueError, "fp16_compress": TypeError, "fp16_allreduce": TypeError}
 _EXEC_FIELDS = ("num_threads", "num_iteration_per_drop_scope", "num_iteration_per_run", "use_thread_barrier")
 # Paddle 1.x's LocalSGD names, read and written through localsgd and localsgd_configs.
 _LOCALSGD_1X = ("use_local_sgd", "local_sgd_steps", "local_sgd_is_warm_steps")

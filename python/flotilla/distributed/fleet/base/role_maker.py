@@ -169,7 +169,23 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         unknown = set(kwargs) - {"init_gloo", "path", "http_ip_port"}
         if unknown:
             raise TypeError(f"PaddleCloudRoleMaker: unexpected arguments {sorted(unknown)}")
-        self._core = _F.PaddleCloudRoleMaker(bool(is_collective), non_distributed_fallback=True)
+        self._is_collective_arg = bool(is_collective)
+        self._resolved: Any = None
+
+    @property
+    def _core(self) -> Any:  # type: ignore[override]
+        # The environment is read at first use (generate_role, fleet.init or
+        # any question), as Paddle's does: a bad TRAINING_ROLE raises there.
+        if self._resolved is None:
+            self._resolved = _F.PaddleCloudRoleMaker(self._is_collective_arg, non_distributed_fallback=True)
+        return self._resolved
+
+    def _generate_role(self) -> None:
+        """Reads the role from the environment (once); raises ValueError
+        (InvalidArgumentError) naming a variable that does not parse."""
+        self._c()
+
+    generate_role = _generate_role
 
 
 _ROLE_NUMBERS = {1: Role.WORKER, 2: Role.SERVER, 3: Role.HETER_WORKER}  # Paddle's Role values
@@ -228,5 +244,23 @@ class MPISymetricRoleMaker(RoleMakerBase):
         self._core = _F.MPISymetricRoleMaker(parameter_servers=True)
 
 
+class GeneralRoleMaker(PaddleCloudRoleMaker):
+    """Paddle 1.x's parameter-server role maker: the role from the same
+    environment as :class:`PaddleCloudRoleMaker` (``TRAINING_ROLE``,
+    ``PADDLE_PSERVERS_IP_PORT_LIST``, ``PADDLE_TRAINER_ENDPOINTS``,
+    ``PADDLE_TRAINER_ID``, ``POD_IP``/``PADDLE_PORT``), read at first use.
+    Its gloo settings (``path``, ``init_timeout_seconds``, ...) are accepted;
+    the workers meet through the launcher's store instead."""
+
+    _GLOO_SETTINGS = {"path", "init_timeout_seconds", "run_timeout_seconds", "http_ip_port", "http_timeout",
+                      "hdfs_name", "hdfs_ugi", "iface", "prefix", "barrier_table"}
+
+    def __init__(self, **kwargs: Any):
+        unknown = set(kwargs) - self._GLOO_SETTINGS
+        if unknown:
+            raise TypeError(f"GeneralRoleMaker: unexpected arguments {sorted(unknown)}")
+        super().__init__(is_collective=False)
+
+
 __all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedRoleMaker",
-           "UserDefinedCollectiveRoleMaker", "MPISymetricRoleMaker"]
+           "UserDefinedCollectiveRoleMaker", "MPISymetricRoleMaker", "GeneralRoleMaker"]
