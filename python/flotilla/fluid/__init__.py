@@ -20,7 +20,7 @@ from ..place import CPUPlace, CUDAPlace, cpu_places, cuda_places, is_compiled_wi
 from ..strategies import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from ..distributed.transpiler import DistributeTranspiler, DistributeTranspilerConfig  # noqa: F401
 from ..static.io import load, load_program_state, save, set_program_state  # noqa: F401
-from . import compiler, core, dataset, unique_name  # noqa: F401
+from . import compiler, contrib, core, dataset, unique_name  # noqa: F401
 from .core import LoDTensor  # noqa: F401
 from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401
 
