@@ -1,0 +1,49 @@
+"""scripts/paddle_ps_scripts.py runs a fleet PS script as Paddle's
+TestFleetBase does (one server, one trainer, its command line and
+environment, under the Paddle compatibility switch) and reports one JSON
+line per run. Driven here with Flotilla's own small CTR script
+(ps_script_ctr.py), not Paddle's."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import PYTHON_DIR, SOURCE_DIR
+
+RUNNER = os.path.join(SOURCE_DIR, "scripts", "paddle_ps_scripts.py")
+SCRIPTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    """The runner over tests/python with its logs in tmp_path."""
+    return subprocess.run([sys.executable, RUNNER, "--scripts-dir", SCRIPTS_DIR, "--package-dir", PYTHON_DIR,
+                           "--log-dir", str(tmp_path), "--timeout", "120", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_ps_script_trains_in_async_mode_through_the_runner(tmp_path):
+    done = run(tmp_path, "--scripts", "ps_script_ctr.py", "--modes", "async", "--readers", "pyreader")
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 1, done.stdout + done.stderr
+    result = lines[0]
+    assert (result["script"], result["mode"], result["reader"]) == ("ps_script_ctr.py", "async", "pyreader")
+    assert result["result"] == "pass", result
+    assert done.returncode == 0
+    assert result["loss_lines"] == 50  # 800 samples in batches of 16
+    with open(tmp_path / "ps_script_ctr_async_pyreader_tr0_stdout.log") as f:
+        losses = [float(line.split()[-1]) for line in f if line.startswith("TRAIN loss:")]
+    assert len(losses) == 50
+    assert sum(losses[-10:]) < sum(losses[:10]), losses  # it learns
+
+
+def test_a_failing_script_is_reported_with_its_error(tmp_path):
+    script = tmp_path / "broken_ps_script.py"
+    script.write_text("import paddle\nraise RuntimeError('broken on purpose')\n")
+    done = subprocess.run([sys.executable, RUNNER, "--scripts-dir", str(tmp_path), "--package-dir", PYTHON_DIR,
+                           "--log-dir", str(tmp_path / "logs"), "--scripts", script.name, "--modes", "sync",
+                           "--readers", "pyreader"], capture_output=True, text=True, timeout=120)
+    result = json.loads(done.stdout.splitlines()[0])
+    assert done.returncode == 1
+    assert result["result"] == "fail" and result["trainer_rc"] == 1
+    assert result["error"] == "RuntimeError: broken on purpose"
