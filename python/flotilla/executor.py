@@ -155,17 +155,122 @@ class Executor:
         (call it on every trainer when training ends, as Paddle requires)."""
         self._exe.close()
 
-    def infer_from_dataset(self, *args: Any, **kwargs: Any) -> None:
-        """Not in Flotilla (Paddle's Dataset API)."""
-        raise NotImplementedError(
-            "Executor.infer_from_dataset (Paddle's Dataset API) is not in Flotilla yet; nearest: Executor.run "
-            "fed with the dataset's batches (dataset.dataset.feed(i)) or a DataLoader")
+    def train_from_dataset(self, program: Optional[Program] = None, dataset: Any = None,
+                           scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
+                           fetch_list: Optional[Sequence[FetchItem]] = None,
+                           fetch_info: Optional[Sequence[str]] = None, print_period: int = 100,
+                           fetch_handler: Any = None) -> None:
+        """Trains ``program`` on every batch of ``dataset`` (an InMemoryDataset
+        or QueueDataset) with ``thread`` Hogwild worker threads in C++ (0: the
+        dataset's thread number). Each worker runs the program in a scope of
+        its own over ``scope``'s shared parameters. Every ``print_period``
+        batches worker 0 prints ``batch: N, <fetch_info[i]>: <value>`` for
+        ``fetch_list``. ``fetch_handler`` (Paddle's ``FetchHandler``) is called
+        every ``period_secs`` with its variables' values in ``scope``.
+        Works in parameter-server jobs (sync, async, GEO) as ``run`` does."""
+        return self._run_from_dataset(program, dataset, scope, thread, debug, fetch_list, fetch_info,
+                                      print_period, fetch_handler, infer=False)
 
-    def train_from_dataset(self, *args: Any, **kwargs: Any) -> None:
-        """Not in Flotilla (Paddle's Dataset API)."""
-        raise NotImplementedError(
-            "Executor.train_from_dataset (Paddle's Dataset API) is not in Flotilla yet; nearest: Executor.run "
-            "fed with the dataset's batches (dataset.dataset.feed(i)) or a DataLoader")
+    def infer_from_dataset(self, program: Optional[Program] = None, dataset: Any = None,
+                           scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
+                           fetch_list: Optional[Sequence[FetchItem]] = None,
+                           fetch_info: Optional[Sequence[str]] = None, print_period: int = 100,
+                           fetch_handler: Any = None) -> None:
+        """``train_from_dataset`` without training: the program's backward,
+        optimizer and update-publishing ops are left out, so the parameters
+        are only read."""
+        return self._run_from_dataset(program, dataset, scope, thread, debug, fetch_list, fetch_info,
+                                      print_period, fetch_handler, infer=True)
+
+    def _run_from_dataset(self, program: Any, dataset: Any, scope: Optional[Scope], thread: int, debug: bool,
+                          fetch_list: Any, fetch_info: Optional[Sequence[str]], print_period: int,
+                          fetch_handler: Any, infer: bool) -> None:
+        call = "infer_from_dataset" if infer else "train_from_dataset"
+        if dataset is None:
+            raise RuntimeError(f"Executor.{call}: dataset is needed and should be initialized")
+        core_dataset = getattr(dataset, "dataset", None)
+        if not isinstance(core_dataset, _core.io.Dataset):
+            raise TypeError(f"Executor.{call}: dataset must be an InMemoryDataset or QueueDataset, "
+                            f"got {type(dataset).__name__}")
+        prog = _program_of(program)
+        if scope is None:
+            scope = _scope_stack[-1] if _scope_stack else global_scope()
+        names = _fetch_names(fetch_list)
+        info = [str(i) for i in fetch_info] if fetch_info else []
+        if info and len(info) != len(names):
+            raise ValueError(f"Executor.{call}: {len(info)} fetch_info label(s) for {len(names)} fetch_list "
+                             "variable(s)")
+        threads = int(thread) if thread and thread > 0 else int(dataset.thread_num)
+        monitor = _FetchMonitor(fetch_handler, scope) if fetch_handler is not None else None
+        try:
+            _core.io.run_from_dataset(prog, core_dataset, scope, threads, names, info, int(print_period),
+                                      bool(debug), infer)
+        finally:
+            if monitor is not None:
+                monitor.stop()
+        return None
+
+
+class FetchHandler:
+    """Paddle's ``fluid.executor.FetchHandler``: subclass it and override
+    ``handler(res_dict)``; ``train_from_dataset(fetch_handler=...)`` calls it
+    every ``period_secs`` with ``{key: value in the scope}`` for
+    ``var_dict`` (``{key: Variable or name}``; None for a variable with no
+    value yet)."""
+
+    def __init__(self, var_dict: Optional[Dict[str, Any]] = None, period_secs: float = 60):
+        assert var_dict is not None
+        self.var_dict = var_dict
+        self.period_secs = period_secs
+
+    def handler(self, res_dict: Dict[str, Any]) -> None:
+        """Prints each array's first element (Paddle's default)."""
+        import sys
+        for key, value in res_dict.items():
+            if isinstance(value, np.ndarray):
+                sys.stdout.write("{}[0]: {} ".format(key, value.reshape(-1)[0]))
+        sys.stdout.write("\n")
+
+    @staticmethod
+    def help() -> None:
+        print("class FetchHandlerExample(FetchHandler):\n"
+              "    def handler(self, res_dict):\n"
+              "        print(res_dict['auc'])\n"
+              "        print('auc: {}, {}'.format(res_dict['auc'], time.ctime()))\n\n"
+              "auc = Variable()\n"
+              "var_dict = {'auc': auc}\n"
+              "handler = FetchHandlerExample(var_dict=var_dict)\n")
+
+
+class _FetchMonitor:
+    """Calls ``handler.handler({name: value})`` every ``handler.period_secs``
+    on a thread of its own (and once at the end) with the values its
+    ``var_dict`` names in ``scope`` (Paddle's FetchHandler)."""
+
+    def __init__(self, handler: Any, scope: Scope):
+        import threading
+        self._handler, self._scope = handler, scope
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _values(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for key, var in dict(getattr(self._handler, "var_dict", {}) or {}).items():
+            name = var.name if isinstance(var, Variable) else str(var)
+            found = self._scope.find_var(name)
+            out[key] = np.array(found.get_tensor()) if found is not None and found.is_initialized() else None
+        return out
+
+    def _loop(self) -> None:
+        period = float(getattr(self._handler, "period_secs", 60))
+        while not self._stop.wait(period):
+            self._handler.handler(self._values())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._handler.handler(self._values())
 
 
 def as_numpy(value: Any) -> np.ndarray:
@@ -175,4 +280,4 @@ def as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-__all__ = ["Executor", "as_numpy", "set_run_settings"]
+__all__ = ["Executor", "FetchHandler", "as_numpy", "set_run_settings"]

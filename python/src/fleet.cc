@@ -8,6 +8,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/core/math.h"
 #include "flotilla/fleet/fleet.h"
+#include "flotilla/io/dataset.h"
 
 namespace flotilla::python {
 
@@ -254,6 +255,13 @@ void BindFleetFunctions(py::module_& m) {
   m.def("worker_endpoints", &fleet::worker_endpoints);
   m.def("server_endpoints", &fleet::server_endpoints);
   m.def("barrier_worker", &fleet::barrier_worker, ReleaseInterruptible());
+  m.def("global_shuffle",
+        [](io::Dataset& ds, uint64_t seed) { fleet::default_fleet().global_shuffle(ds, seed); },
+        py::arg("dataset"), py::arg("seed"), ReleaseInterruptible(),
+        "Exchanges the InMemoryDataset's records with every other worker's through the job's store, then "
+        "shuffles them (every worker calls it).");
+  m.def("sum_over_workers", [](int64_t value) { return fleet::default_fleet().sum_over_workers(value); },
+        py::arg("value"), ReleaseInterruptible(), "The sum of `value` over every worker (each calls it).");
   m.def("distributed_optimizer",
         [](optimizer::Optimizer& opt, const DistributedStrategy& s) { return fleet::distributed_optimizer(opt, s); },
         py::arg("optimizer"), py::arg("strategy"), py::keep_alive<0, 1>());

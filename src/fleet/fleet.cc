@@ -134,7 +134,7 @@ void Fleet::Reset() {
   store_.reset();
   ps_.reset();
   main_ = startup_ = nullptr;
-  saves_ = store_barriers_ = groups_made_ = 0;
+  saves_ = store_barriers_ = groups_made_ = dataset_rounds_ = 0;
   role_.reset();
 }
 
@@ -183,6 +183,15 @@ std::vector<std::string> Fleet::worker_endpoints() const {
 std::vector<std::string> Fleet::server_endpoints() const {
   CheckInit("server_endpoints");
   return role_->server_endpoints;
+}
+
+std::shared_ptr<comm::Store> Fleet::WorkersStore() {
+  if (store_ || role_->worker_num <= 1) return store_;
+  FLOTILLA_CHECK(!role_->store_address.empty(), InvalidArgument, "fleet: the ", role_->worker_num,
+                 " workers meet in the job's store, and none is named (set PADDLE_MASTER=host:port, as "
+                 "flotilla launch does)");
+  store_ = OpenStore(role_->store_address, options_.timeout);
+  return store_;
 }
 
 void Fleet::barrier_worker() {

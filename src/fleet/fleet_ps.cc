@@ -140,23 +140,30 @@ int64_t Fleet::shrink() {
 void Fleet::prefetch_sparse(const FeedMap& next_feed) {
   CheckInit("prefetch_sparse");
   auto rt = ps::CurrentTrainerRuntime();
-  if (rt == nullptr || rt->geo == nullptr || main_ == nullptr) return;
+  const bool geo = rt != nullptr && rt->geo != nullptr, async = rt != nullptr && rt->async != nullptr;
+  if (!(geo || async) || main_ == nullptr) return;
   const Block& b = main_->global_block();
   if (b.op_size() < 2 || b.op(1).type != "ps_prefetch_sparse") return;
   const OpDesc& op = b.op(1);
   const auto& ids = op.Inputs("Ids");
   const auto& tables = op.Attr<std::vector<std::string>>("table_names");
   const auto& padding = op.Attr<std::vector<int64_t>>("padding_idxs");
-  std::vector<std::vector<int64_t>> keys(ids.size());
-  std::vector<ps::GeoCommunicator::TableKeys> next;
+  std::vector<const Tensor*> fed;
   for (size_t i = 0; i < ids.size(); ++i) {
     auto it = next_feed.find(ids[i]);
     FLOTILLA_CHECK(it != next_feed.end() && it->second.dtype() == DType::kInt64, InvalidArgument,
                    "fleet::prefetch_sparse: the feed needs int64 '", ids[i], "', the ids of sparse table '",
                    tables[i], "'");
-    keys[i] = internal::WithoutPadding(it->second.data<int64_t>(), it->second.numel(), padding[i]);
+    fed.push_back(&it->second);
+  }
+  if (async) return internal::PullAheadForLookups(tables, fed, padding);
+  std::vector<std::vector<int64_t>> keys(ids.size());
+  std::vector<ps::GeoCommunicator::TableKeys> next;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    keys[i] = internal::WithoutPadding(fed[i]->data<int64_t>(), fed[i]->numel(), padding[i]);
     next.push_back({tables[i], keys[i]});
   }
+  std::lock_guard<std::mutex> lock(internal::GeoMutex());
   rt->geo->PrefetchNext(next);
 }
 

@@ -31,6 +31,10 @@
 #include "flotilla/fleet/role_maker.h"
 #include "flotilla/framework/executor.h"
 
+namespace flotilla::io {
+class Dataset;
+}
+
 namespace flotilla::comm {
 class TCPStoreServer;
 }  // namespace flotilla::comm
@@ -120,6 +124,17 @@ class Fleet {
   // reports such a close as an error even when the data had arrived).
   void barrier_worker();
 
+  // Paddle's InMemoryDataset.global_shuffle(fleet): this worker's records
+  // exchanged with every other worker's through the job's store
+  // (PADDLE_MASTER; a parameter-server worker opens it on first use), then
+  // shuffled locally. Every worker calls it, the same number of times;
+  // blocks until the others' records arrived. One worker: a local shuffle.
+  // Throws InvalidArgument when several workers have no store address.
+  void global_shuffle(io::Dataset& dataset, uint64_t seed);
+  // The sum of `value` over every worker (each calls it): Paddle's dataset
+  // sizes with fleet. One worker: `value`.
+  int64_t sum_over_workers(int64_t value);
+
   DistributedOptimizer distributed_optimizer(optimizer::Optimizer& opt,
                                              DistributedStrategy strategy = {});
 
@@ -180,12 +195,15 @@ class Fleet {
   // strategy.sparse_table_configs calls stale. Returns the rows dropped
   // (on worker 0; 0 on the others). Blocking.
   int64_t shrink();
-  // GEO workers: starts pulling the sparse rows a step fed `next_feed` will
-  // look up, on a background thread, so they arrive while the current step
-  // computes. Call it with the next batch before running the current one:
+  // GEO and async workers: starts pulling the sparse rows a step fed
+  // `next_feed` will look up, on a background thread, so they arrive while
+  // the current step computes. Call it with the next batch before running
+  // the current one, on the thread that will run it:
   //   fleet::prefetch_sparse(next_feed);
   //   exe.run(fleet::main_program(), feed, {loss});
-  // Does nothing in other modes, before the worker is connected, or when
+  // Async: the rows are pulled before the current step's gradients reach
+  // the servers (one step staler, as the async communicator's are anyway).
+  // Does nothing in sync mode, before the worker is connected, or when
   // the program looks up fewer than two tables of fed ids. Throws
   // InvalidArgument naming an ids variable `next_feed` lacks.
   void prefetch_sparse(const FeedMap& next_feed);
@@ -241,6 +259,9 @@ class Fleet {
   std::shared_ptr<PsJob> ps_;
   void SaveOnFirstWorker(const char* what, const std::function<void()>& save);
   void SavePsTables(const std::string& dir);
+  // The store the workers meet in: the collective store, else the job's
+  // (opened once); nullptr with one worker.
+  std::shared_ptr<comm::Store> WorkersStore();
 
   // Worker 0, when it hosts the store, waits (bounded) until every other
   // worker has disconnected, so none loses the store in its last request.
@@ -259,6 +280,7 @@ class Fleet {
   int groups_made_ = 0;
   int saves_ = 0;
   int store_barriers_ = 0;
+  int dataset_rounds_ = 0;  // global_shuffle / sum_over_workers calls
   Program* main_ = nullptr;
   Program* startup_ = nullptr;
 };
