@@ -47,3 +47,12 @@ def test_a_failing_script_is_reported_with_its_error(tmp_path):
     assert done.returncode == 1
     assert result["result"] == "fail" and result["trainer_rc"] == 1
     assert result["error"] == "RuntimeError: broken on purpose"
+
+
+def test_a_ps_script_trains_from_a_dataset_in_geo_mode(tmp_path):
+    # train_from_dataset over a QueueDataset whose pipe command runs a
+    # MultiSlotDataGenerator over scripts/make_ctr_data.py's files.
+    done = run(tmp_path, "--scripts", "ps_script_ctr.py", "--modes", "geo", "--readers", "dataset")
+    result = json.loads(done.stdout.splitlines()[0])
+    assert result["result"] == "pass", result
+    assert result["loss_lines"] > 0 and 0 < result["last_loss"] < 1, result
