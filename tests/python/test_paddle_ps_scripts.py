@@ -2,7 +2,8 @@
 TestFleetBase does (one server, one trainer, its command line and
 environment, under the Paddle compatibility switch) and reports one JSON
 line per run. Driven here with Flotilla's own small CTR script
-(ps_script_ctr.py), not Paddle's."""
+(ps_script_ctr.py), not Paddle's. Also the sparse_embedding entry
+attributes Paddle's PS scripts pass."""
 
 import json
 import os
@@ -56,3 +57,22 @@ def test_a_ps_script_trains_from_a_dataset_in_geo_mode(tmp_path):
     result = json.loads(done.stdout.splitlines()[0])
     assert result["result"] == "pass", result
     assert result["loss_lines"] > 0 and 0 < result["last_loss"] < 1, result
+
+
+def test_sparse_embedding_takes_a_show_click_entry_and_refuses_admission_entries(programs):
+    import pytest
+
+    from flotilla import fluid
+    from flotilla.distributed import CountFilterEntry, ProbabilityEntry, ShowClickEntry
+
+    ids = fluid.layers.data(name="ids", shape=[-1, 1], dtype="int64", lod_level=1, append_batch_size=False)
+    entry = ShowClickEntry("show", "click")
+    assert entry._to_attr() == "show_click_entry:show:click"
+    emb = fluid.contrib.layers.sparse_embedding(input=ids, size=[10, 4], entry=entry,
+                                                param_attr=fluid.ParamAttr(name="table"))
+    assert tuple(emb.shape)[-1] == 4
+    for refused in (ProbabilityEntry(0.5), CountFilterEntry(3)):
+        with pytest.raises(NotImplementedError, match=type(refused).__name__):
+            fluid.contrib.layers.sparse_embedding(input=ids, size=[10, 4], entry=refused)
+    with pytest.raises(ValueError):
+        ProbabilityEntry(1.5)
