@@ -221,7 +221,7 @@ int RunResume(const Args& a) {
   if (a.phase == 1) {
     fleet::save_persistables(exe, a.model_dir);
     fleet::save_inference_model(exe, a.model_dir + ".infer", {"x"}, {pred.name()});
-    result["infer_eval"] = InferenceLoss(exe, a.model_dir + ".infer");
+    result["infer_eval"] = InferenceLoss(exe, a.model_dir + ".infer/" + fleet::kPsInferenceModelDir);
   }
   fleet::stop_worker();
   std::cout << result.dump() << std::endl;

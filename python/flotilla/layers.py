@@ -124,6 +124,63 @@ def elementwise_div(x: Variable, y: Variable, axis: int = -1, act=None, name=Non
     return _L.elementwise_div(x, y, axis, _act(act, "elementwise_div"))
 
 
+def elementwise_max(x: Variable, y: Variable, axis: int = -1, act=None, name=None) -> Variable:
+    """max(x, y) elementwise with Paddle's broadcasting."""
+    return _L.elementwise_max(x, y, axis, _act(act, "elementwise_max"))
+
+
+def elementwise_min(x: Variable, y: Variable, axis: int = -1, act=None, name=None) -> Variable:
+    """min(x, y) elementwise with Paddle's broadcasting."""
+    return _L.elementwise_min(x, y, axis, _act(act, "elementwise_min"))
+
+
+def _compare(type_: str, x: Variable, y: Variable, cond) -> Variable:
+    if cond is not None:
+        raise NotImplementedError(f"fluid.layers.{type_}(cond=...) (writing into a given variable) is not in "
+                                  f"Flotilla; nearest: use the returned variable")
+    return _L.compare(type_, x, y, -1)
+
+
+def less_than(x: Variable, y: Variable, force_cpu=None, cond=None, name=None) -> Variable:
+    """x < y elementwise: 1/0 as int64 (Flotilla has no bool dtype)."""
+    return _compare("less_than", x, y, cond)
+
+
+def less_equal(x: Variable, y: Variable, cond=None, name=None) -> Variable:
+    """x <= y elementwise: 1/0 as int64."""
+    return _compare("less_equal", x, y, cond)
+
+
+def greater_than(x: Variable, y: Variable, cond=None, name=None) -> Variable:
+    """x > y elementwise: 1/0 as int64."""
+    return _compare("greater_than", x, y, cond)
+
+
+def greater_equal(x: Variable, y: Variable, cond=None, name=None) -> Variable:
+    """x >= y elementwise: 1/0 as int64."""
+    return _compare("greater_equal", x, y, cond)
+
+
+def equal(x: Variable, y: Variable, cond=None, name=None) -> Variable:
+    """x == y elementwise: 1/0 as int64."""
+    return _compare("equal", x, y, cond)
+
+
+def not_equal(x: Variable, y: Variable, cond=None, name=None) -> Variable:
+    """x != y elementwise: 1/0 as int64."""
+    return _compare("not_equal", x, y, cond)
+
+
+def cos_sim(X: Variable, Y: Variable) -> Variable:
+    """Cosine similarity of matching rows of X [N, D] and Y [N or 1, D]: [N, 1]."""
+    return _L.cos_sim(X, Y, 0.0)
+
+
+def softsign(x: Variable, name=None) -> Variable:
+    """x / (1 + |x|)."""
+    return _L.softsign(x)
+
+
 def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
            alpha: float = 1.0, name=None) -> Variable:
     """alpha · op(x) · op(y)."""
@@ -155,6 +212,15 @@ def fill_constant(shape: Sequence[int], dtype, value: float, force_cpu: bool = F
                   name=None) -> Variable:
     """A variable of ``shape`` filled with ``value``."""
     return _L.fill_constant([int(d) for d in shape], dtype, float(value), name or "")
+
+
+def fill_constant_batch_size_like(input: Variable, shape: Sequence[int], dtype, value: float,
+                                  input_dim_idx: int = 0, output_dim_idx: int = 0, force_cpu: bool = False
+                                  ) -> Variable:
+    """A variable of ``shape`` filled with ``value`` whose dim ``output_dim_idx``
+    is ``input``'s dim ``input_dim_idx`` (the batch size) at run time."""
+    return _L.fill_constant_batch_size_like(input, [int(d) for d in shape], dtype, float(value),
+                                            int(input_dim_idx), int(output_dim_idx))
 
 
 def cross_entropy(input: Variable, label: Variable, soft_label: bool = False,

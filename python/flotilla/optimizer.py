@@ -41,9 +41,13 @@ def _check_unsupported(name: str, grad_clip: Any) -> None:
                                   "Flotilla yet; nearest: a smaller learning rate")
 
 
-def _names(items: Optional[Iterable[Any]]) -> List[str]:
+def _names(items: Optional[Any]) -> List[str]:
+    """The names of ``items``: variables or names, or one of either (as
+    Paddle takes ``target_vars=loss``)."""
     if items is None:
         return []
+    if isinstance(items, (Variable, str)):
+        items = [items]
     return [v.name if isinstance(v, Variable) else str(v) for v in items]
 
 

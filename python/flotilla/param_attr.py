@@ -11,7 +11,7 @@ class ParamAttr:
     Args:
         name: the parameter's name (default: a unique one such as ``fc_0.w_0``).
         initializer: e.g. ``initializer.Xavier()`` (default: the layer's).
-        learning_rate: per-parameter rate multiplier; only 1.0 is supported.
+        learning_rate: this parameter's multiplier of the optimizer's learning rate.
         regularizer: weight decay of this parameter alone (``L2Decay(1e-4)``).
         trainable: False keeps the parameter fixed (no gradient).
     """
@@ -19,10 +19,6 @@ class ParamAttr:
     def __init__(self, name: Optional[str] = None, initializer: Any = None, learning_rate: float = 1.0,
                  regularizer: Any = None, trainable: bool = True, do_model_average: bool = False,
                  need_clip: bool = True):
-        if learning_rate != 1.0:
-            raise NotImplementedError(
-                f"ParamAttr(learning_rate={learning_rate}): per-parameter learning-rate multipliers are "
-                "not in Flotilla yet; use an optimizer learning-rate schedule")
         self.name = name
         self.initializer = initializer
         self.learning_rate = learning_rate
@@ -31,7 +27,7 @@ class ParamAttr:
 
     def _to_core(self, default_name: Optional[str] = None) -> "_core.ParamAttr":
         return _core.ParamAttr(self.name or default_name or "", self.initializer, self.trainable, self.regularizer,
-                               True)
+                               True, float(self.learning_rate))
 
 
 def to_core(attr: Any, default_name: Optional[str] = None) -> "_core.ParamAttr":

@@ -51,6 +51,46 @@ def divide(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
     return _L.elementwise_div(x, y, -1, "")
 
 
+def maximum(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """max(x, y) elementwise (broadcasting)."""
+    return _L.elementwise_max(x, y, -1, "")
+
+
+def minimum(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """min(x, y) elementwise (broadcasting)."""
+    return _L.elementwise_min(x, y, -1, "")
+
+
+def less_than(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """x < y elementwise: 1/0 as int64 (Flotilla has no bool dtype)."""
+    return _L.compare("less_than", x, y, -1)
+
+
+def less_equal(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """x <= y elementwise: 1/0 as int64."""
+    return _L.compare("less_equal", x, y, -1)
+
+
+def greater_than(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """x > y elementwise: 1/0 as int64."""
+    return _L.compare("greater_than", x, y, -1)
+
+
+def greater_equal(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """x >= y elementwise: 1/0 as int64."""
+    return _L.compare("greater_equal", x, y, -1)
+
+
+def equal(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """x == y elementwise: 1/0 as int64."""
+    return _L.compare("equal", x, y, -1)
+
+
+def not_equal(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """x != y elementwise: 1/0 as int64."""
+    return _L.compare("not_equal", x, y, -1)
+
+
 def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
            name: Optional[str] = None) -> Variable:
     """Matrix product of op(x) and op(y)."""
@@ -105,4 +145,5 @@ def ones(shape: Sequence[int], dtype="float32", name: Optional[str] = None) -> V
 
 
 __all__ = ["reshape", "concat", "add", "subtract", "multiply", "divide", "matmul", "mean", "sum", "cast",
-           "scale", "full", "zeros", "ones"]
+           "scale", "full", "zeros", "ones", "maximum", "minimum", "less_than", "less_equal", "greater_than",
+           "greater_equal", "equal", "not_equal"]

@@ -44,17 +44,19 @@ void BindRegularizers(py::module_& m) {
 void BindParamAttr(py::module_& m) {
   py::class_<ParamAttr>(m, "ParamAttr")
       .def(py::init([](std::string name, std::shared_ptr<Initializer> init, bool trainable,
-                       std::shared_ptr<WeightDecayRegularizer> reg, bool enabled) {
+                       std::shared_ptr<WeightDecayRegularizer> reg, bool enabled, float learning_rate) {
              ParamAttr a;
              a.name = std::move(name);
              a.initializer = std::move(init);
              a.trainable = trainable;
              a.regularizer = std::move(reg);
              a.enabled = enabled;
+             a.learning_rate = learning_rate;
              return a;
            }),
            py::arg("name") = "", py::arg("initializer") = nullptr, py::arg("trainable") = true,
-           py::arg("regularizer") = nullptr, py::arg("enabled") = true)
+           py::arg("regularizer") = nullptr, py::arg("enabled") = true, py::arg("learning_rate") = 1.0f)
+      .def_readonly("learning_rate", &ParamAttr::learning_rate)
       .def_readonly("name", &ParamAttr::name)
       .def_readonly("trainable", &ParamAttr::trainable)
       .def_readonly("enabled", &ParamAttr::enabled);
@@ -65,6 +67,7 @@ void BindActivationsAndMath(py::module_& m) {
   m.def("tanh", &layers::tanh, py::arg("x"));
   m.def("sigmoid", &layers::sigmoid, py::arg("x"));
   m.def("square", &layers::square, py::arg("x"));
+  m.def("softsign", &layers::softsign, py::arg("x"));
   m.def("softmax", &layers::softmax, py::arg("x"), py::arg("axis") = -1);
   m.def("scale", &layers::scale, py::arg("x"), py::arg("scale") = 1.0f, py::arg("bias") = 0.0f,
         py::arg("bias_after_scale") = true);
@@ -79,6 +82,12 @@ void BindActivationsAndMath(py::module_& m) {
         py::arg("act") = "");
   m.def("elementwise_div", &layers::elementwise_div, py::arg("x"), py::arg("y"), py::arg("axis") = -1,
         py::arg("act") = "");
+  m.def("elementwise_max", &layers::elementwise_max, py::arg("x"), py::arg("y"), py::arg("axis") = -1,
+        py::arg("act") = "");
+  m.def("elementwise_min", &layers::elementwise_min, py::arg("x"), py::arg("y"), py::arg("axis") = -1,
+        py::arg("act") = "");
+  m.def("compare", &layers::compare, py::arg("type"), py::arg("x"), py::arg("y"), py::arg("axis") = -1);
+  m.def("cos_sim", &layers::cos_sim, py::arg("x"), py::arg("y"), py::arg("eps") = 0.0f);
   m.def("matmul", &layers::matmul, py::arg("x"), py::arg("y"), py::arg("transpose_x") = false,
         py::arg("transpose_y") = false, py::arg("alpha") = 1.0f);
   m.def("sums", &layers::sums, py::arg("xs"));
@@ -91,6 +100,14 @@ void BindActivationsAndMath(py::module_& m) {
           return layers::fill_constant(std::move(shape), ToDType(dtype), value, name);
         },
         py::arg("shape"), py::arg("dtype"), py::arg("value"), py::arg("name") = "");
+  m.def("fill_constant_batch_size_like",
+        [](const Variable& input, std::vector<int64_t> shape, const py::handle& dtype, double value,
+           int input_dim_idx, int output_dim_idx) {
+          return layers::fill_constant_batch_size_like(input, std::move(shape), ToDType(dtype), value,
+                                                       input_dim_idx, output_dim_idx);
+        },
+        py::arg("input"), py::arg("shape"), py::arg("dtype"), py::arg("value"), py::arg("input_dim_idx") = 0,
+        py::arg("output_dim_idx") = 0);
 }
 
 void BindLossesAndMetrics(py::module_& m) {

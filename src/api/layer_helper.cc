@@ -27,6 +27,9 @@ Variable LayerHelper::CreateParameter(const ParamAttr& attr, const Dims& shape, 
     v.stop_gradient = !attr.trainable;
   }
   regularizer::SetParamRegularizer(main_block().Var(name), attr.regularizer);
+  FLOTILLA_ENFORCE(attr.learning_rate >= 0.0f, "parameter '", name, "': learning_rate multiplier must be >= 0, got ",
+                   attr.learning_rate);
+  main_block().Var(name).learning_rate = attr.learning_rate;
   auto init = attr.initializer ? attr.initializer : default_init;
   FLOTILLA_ENFORCE(init != nullptr, "parameter '", name, "' has no initializer");
   init->Append(startup_block(), startup_block().Var(name));

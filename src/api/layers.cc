@@ -1,6 +1,7 @@
 #include "flotilla/api/layers.h"
 
 #include <algorithm>
+#include <set>
 
 #include "api/layer_helper.h"
 
@@ -111,6 +112,7 @@ Variable relu(const Variable& x) { return UnaryOp("relu", x); }
 Variable tanh(const Variable& x) { return UnaryOp("tanh", x); }
 Variable sigmoid(const Variable& x) { return UnaryOp("sigmoid", x); }
 Variable square(const Variable& x) { return UnaryOp("square", x); }
+Variable softsign(const Variable& x) { return UnaryOp("softsign", x); }
 Variable softmax(const Variable& x, int axis) { return UnaryOp("softmax", x, {{"axis", axis}}); }
 Variable mean(const Variable& x) { return UnaryOp("mean", x); }
 
@@ -165,6 +167,40 @@ Variable elementwise_div(const Variable& x, const Variable& y, int axis, const s
   return Binary("elementwise_div", x, y, axis, act);
 }
 
+Variable elementwise_max(const Variable& x, const Variable& y, int axis, const std::string& act) {
+  return Binary("elementwise_max", x, y, axis, act);
+}
+Variable elementwise_min(const Variable& x, const Variable& y, int axis, const std::string& act) {
+  return Binary("elementwise_min", x, y, axis, act);
+}
+
+Variable compare(const std::string& type, const Variable& x, const Variable& y, int axis) {
+  static const std::set<std::string> kTypes = {"less_than",     "less_equal", "greater_than",
+                                               "greater_equal", "equal",      "not_equal"};
+  FLOTILLA_ENFORCE(kTypes.count(type) == 1, "layers::compare: '", type,
+                   "' is not one of less_than, less_equal, greater_than, greater_equal, equal, not_equal");
+  LayerHelper helper(type);
+  Variable out = helper.CreateTmp(DType::kInt64);
+  helper.Append(OpDesc(type).In("X", {x.name()}).In("Y", {y.name()}).Out("Out", {out.name()}).Set("axis", axis));
+  out.set_stop_gradient(true);
+  return out;
+}
+
+Variable cos_sim(const Variable& x, const Variable& y, float eps) {
+  LayerHelper helper("cos_sim");
+  Variable out = helper.CreateTmp(x.dtype());
+  Variable x_norm = helper.CreateTmp(x.dtype());
+  Variable y_norm = helper.CreateTmp(x.dtype());
+  helper.Append(OpDesc("cos_sim")
+                    .In("X", {x.name()})
+                    .In("Y", {y.name()})
+                    .Out("Out", {out.name()})
+                    .Out("XNorm", {x_norm.name()})
+                    .Out("YNorm", {y_norm.name()})
+                    .Set("eps", eps));
+  return out;
+}
+
 Variable matmul(const Variable& x, const Variable& y, bool transpose_x, bool transpose_y, float alpha) {
   LayerHelper helper("matmul");
   Variable out = helper.CreateTmp(x.dtype());
@@ -211,6 +247,22 @@ Variable fill_constant(std::vector<int64_t> shape, DType dtype, double value, co
                     .Set("shape", shape)
                     .Set("dtype", static_cast<int32_t>(dtype))
                     .Set("value", value));
+  return out;
+}
+
+Variable fill_constant_batch_size_like(const Variable& input, std::vector<int64_t> shape, DType dtype,
+                                       double value, int input_dim_idx, int output_dim_idx) {
+  LayerHelper helper("fill_constant_batch_size_like");
+  Variable out = helper.CreateTmp(dtype);
+  helper.Append(OpDesc("fill_constant_batch_size_like")
+                    .In("Input", {input.name()})
+                    .Out("Out", {out.name()})
+                    .Set("shape", shape)
+                    .Set("dtype", static_cast<int32_t>(dtype))
+                    .Set("value", value)
+                    .Set("input_dim_idx", static_cast<int32_t>(input_dim_idx))
+                    .Set("output_dim_idx", static_cast<int32_t>(output_dim_idx)));
+  out.set_stop_gradient(true);
   return out;
 }
 

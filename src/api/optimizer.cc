@@ -34,15 +34,7 @@ float LearningRate::value() const {
   return value_;
 }
 
-void Optimizer::CreateLearningRate(Block& main) {
-  if (lr_var_.valid() && lr_var_.block() == &main) return;
-  if (learning_rate_.scheduled()) {
-    FLOTILLA_ENFORCE(learning_rate_.var().block() == &main, "optimizer ", type(),
-                     ": scheduled learning rate '", learning_rate_.var().name(),
-                     "' belongs to another program than the loss");
-    lr_var_ = learning_rate_.var();
-    return;
-  }
+Variable Optimizer::ConstantRate(Block& main, float value) {
   std::string name = UniqueName("learning_rate");
   Block& startup = startup_->global_block();
   for (Block* block : {&main, &startup}) {
@@ -52,8 +44,48 @@ void Optimizer::CreateLearningRate(Block& main) {
     v.persistable = true;
     v.stop_gradient = true;
   }
-  initializer::Constant(learning_rate_.value()).Append(startup, startup.Var(name));
-  lr_var_ = Variable(&main, name);
+  initializer::Constant(value).Append(startup, startup.Var(name));
+  return Variable(&main, name);
+}
+
+Variable Optimizer::lr(const Variable& param) {
+  const float multiplier = param.desc().learning_rate;
+  if (multiplier == 1.0f) return lr_var_;
+  auto it = scaled_lr_.find(multiplier);
+  if (it != scaled_lr_.end() && it->second.block() == lr_var_.block()) return it->second;
+  Block& main = *lr_var_.block();
+  Variable scaled;
+  if (learning_rate_.scheduled()) {
+    const std::string name = UniqueName("learning_rate");
+    VarDesc& v = main.CreateVar(name);
+    v.shape = {1};
+    v.dtype = DType::kFloat32;
+    v.stop_gradient = true;
+    main.AppendOp(OpDesc("scale")
+                      .In("X", {lr_var_.name()})
+                      .Out("Out", {name})
+                      .Set("scale", multiplier)
+                      .Set("bias", 0.0f)
+                      .Set("bias_after_scale", true)
+                      .Set(kOpRoleAttr, int32_t(kOpRoleLRSched)));
+    scaled = Variable(&main, name);
+  } else {
+    scaled = ConstantRate(main, learning_rate_.value() * multiplier);
+  }
+  scaled_lr_[multiplier] = scaled;
+  return scaled;
+}
+
+void Optimizer::CreateLearningRate(Block& main) {
+  if (lr_var_.valid() && lr_var_.block() == &main) return;
+  if (learning_rate_.scheduled()) {
+    FLOTILLA_ENFORCE(learning_rate_.var().block() == &main, "optimizer ", type(),
+                     ": scheduled learning rate '", learning_rate_.var().name(),
+                     "' belongs to another program than the loss");
+    lr_var_ = learning_rate_.var();
+    return;
+  }
+  lr_var_ = ConstantRate(main, learning_rate_.value());
 }
 
 std::vector<OpDesc*> Optimizer::apply_gradients(const std::vector<ParamGrad>& params_grads) {
@@ -100,7 +132,7 @@ OpDesc& SGD::AppendUpdateOp(Block& block, const ParamGrad& pg) {
   return block.AppendOp(OpDesc("sgd")
                             .In("Param", {param.name()})
                             .In("Grad", {grad.name()})
-                            .In("LearningRate", {lr().name()})
+                            .In("LearningRate", {lr(param).name()})
                             .Out("ParamOut", {param.name()}));
 }
 
@@ -111,7 +143,7 @@ OpDesc& Momentum::AppendUpdateOp(Block& block, const ParamGrad& pg) {
                             .In("Param", {param.name()})
                             .In("Grad", {grad.name()})
                             .In("Velocity", {velocity.name()})
-                            .In("LearningRate", {lr().name()})
+                            .In("LearningRate", {lr(param).name()})
                             .Out("ParamOut", {param.name()})
                             .Out("VelocityOut", {velocity.name()})
                             .Set("mu", momentum_)
@@ -127,7 +159,7 @@ OpDesc& Adam::AppendUpdateOp(Block& block, const ParamGrad& pg) {
   return block.AppendOp(OpDesc("adam")
                             .In("Param", {param.name()})
                             .In("Grad", {grad.name()})
-                            .In("LearningRate", {lr().name()})
+                            .In("LearningRate", {lr(param).name()})
                             .In("Moment1", {m1.name()})
                             .In("Moment2", {m2.name()})
                             .In("Beta1Pow", {b1.name()})
@@ -149,7 +181,7 @@ OpDesc& Adagrad::AppendUpdateOp(Block& block, const ParamGrad& pg) {
                             .In("Param", {param.name()})
                             .In("Grad", {grad.name()})
                             .In("Moment", {moment.name()})
-                            .In("LearningRate", {lr().name()})
+                            .In("LearningRate", {lr(param).name()})
                             .Out("ParamOut", {param.name()})
                             .Out("MomentOut", {moment.name()})
                             .Set("epsilon", epsilon_));

@@ -50,6 +50,12 @@ void Fleet::save_inference_model(const Executor& exe, const std::string& dir,
   CheckInit("save_inference_model");
   const Program& program = main != nullptr ? *main : main_program();
   const Scope& s = scope != nullptr ? *scope : global_scope();
+  if (ps_mode()) {  // Paddle's layout: the servers' tables in dir, the model in dir/dnn_plugin
+    if (!is_first_worker()) return;
+    SavePsTables(dir);
+    io::SaveInferenceModel(StrCat(dir, "/", kPsInferenceModelDir), feed_names, fetch_names, exe, program, s);
+    return;
+  }
   SaveOnFirstWorker("save_inference_model", [&] { io::SaveInferenceModel(dir, feed_names, fetch_names, exe, program, s); });
 }
 

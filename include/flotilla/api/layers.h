@@ -47,6 +47,7 @@ Variable tanh(const Variable& x);
 Variable sigmoid(const Variable& x);
 Variable softmax(const Variable& x, int axis = -1);
 Variable square(const Variable& x);
+Variable softsign(const Variable& x);  // x / (1 + |x|)
 Variable scale(const Variable& x, float scale = 1.0f, float bias = 0.0f, bool bias_after_scale = true);
 
 Variable cross_entropy(const Variable& input, const Variable& label, bool soft_label = false,
@@ -67,6 +68,14 @@ Variable elementwise_add(const Variable& x, const Variable& y, int axis = -1, co
 Variable elementwise_sub(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
 Variable elementwise_mul(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
 Variable elementwise_div(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
+Variable elementwise_max(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
+Variable elementwise_min(const Variable& x, const Variable& y, int axis = -1, const std::string& act = "");
+// One of less_than, less_equal, greater_than, greater_equal, equal,
+// not_equal: 1/0 as int64 (Flotilla has no bool dtype).
+Variable compare(const std::string& type, const Variable& x, const Variable& y, int axis = -1);
+// Cosine similarity of matching rows of x [N, ...] and y [N or 1, ...]:
+// [N, 1]. eps > 0 bounds the denominator below (zero rows give 0).
+Variable cos_sim(const Variable& x, const Variable& y, float eps = 0.0f);
 Variable matmul(const Variable& x, const Variable& y, bool transpose_x = false,
                 bool transpose_y = false, float alpha = 1.0f);
 Variable sums(const std::vector<Variable>& xs);
@@ -75,6 +84,9 @@ Variable reshape(const Variable& x, std::vector<int64_t> shape);
 Variable cast(const Variable& x, DType dtype);
 Variable fill_constant(std::vector<int64_t> shape, DType dtype, double value,
                        const std::string& name = "");
+// fill_constant whose dim output_dim_idx is input's dim input_dim_idx.
+Variable fill_constant_batch_size_like(const Variable& input, std::vector<int64_t> shape, DType dtype,
+                                       double value, int input_dim_idx = 0, int output_dim_idx = 0);
 
 // Top-k accuracy of class probabilities against int64 labels: [1] float32.
 Variable accuracy(const Variable& input, const Variable& label, int k = 1);

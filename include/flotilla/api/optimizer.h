@@ -9,6 +9,7 @@
 // appends the decay ahead of the update ops (see flotilla/api/regularizer.h).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -90,9 +91,15 @@ class Optimizer {
   Variable Accumulator(const Variable& param, const std::string& name, double value,
                        Dims shape = {});
   Variable lr() const { return lr_var_; }
+  // The rate `param`'s update reads: lr() times its ParamAttr learning_rate
+  // multiplier. A constant rate gives another persistable constant (one per
+  // multiplier); a scheduled one a scale op of the learning-rate role.
+  Variable lr(const Variable& param);
 
  private:
   void CreateLearningRate(Block& main);
+  // A persistable [1] float32 rate in `main`, set to `value` by the startup program.
+  Variable ConstantRate(Block& main, float value);
   // pg with its gradient regularized by the parameter's own regularizer or
   // the global one; pg itself when neither applies.
   ParamGrad Regularize(const ParamGrad& pg) const;
@@ -101,6 +108,7 @@ class Optimizer {
   regularizer::RegularizerPtr regularization_;
   Program* startup_ = nullptr;
   Variable lr_var_;
+  std::map<float, Variable> scaled_lr_;  // multiplier → its rate variable
 };
 
 class SGD : public Optimizer {

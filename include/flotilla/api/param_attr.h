@@ -18,6 +18,10 @@ struct ParamAttr {
   // Weight decay of this parameter alone; overrides the optimizer's
   // regularization. Null: the optimizer's.
   regularizer::RegularizerPtr regularizer;
+  // Multiplies the optimizer's learning rate for this parameter (Paddle's
+  // ParamAttr.learning_rate). Creating a parameter again under its name
+  // sets it again, as in Paddle.
+  float learning_rate = 1.0f;
 
   static ParamAttr None() {
     ParamAttr a;

@@ -41,6 +41,10 @@ class TCPStoreServer;
 
 namespace flotilla::fleet {
 
+// Where a parameter-server job's save_inference_model puts the model, under
+// the directory it is given (Paddle's "dnn_plugin").
+inline constexpr const char* kPsInferenceModelDir = "dnn_plugin";
+
 struct HeterSplit;  // fleet/heter_split.h
 
 struct FleetOptions {
@@ -147,6 +151,9 @@ class Fleet {
   void save_persistables(const Executor& exe, const std::string& dir, const Program* main = nullptr,
                          const Scope* scope = nullptr);
   // Rank 0 saves an inference model (io::SaveInferenceModel); others wait.
+  // In a parameter-server job trainer 0 saves as Paddle does there: the
+  // servers' tables in `dir`, the inference model (program and the
+  // parameters it reads) in `dir`/kPsInferenceModelDir.
   void save_inference_model(const Executor& exe, const std::string& dir,
                             const std::vector<std::string>& feed_names,
                             const std::vector<std::string>& fetch_names,

@@ -44,6 +44,10 @@ struct VarDesc {
   // coefficient. Copied by Program::Clone; not serialised.
   std::string regularizer;
   float regularization_coeff = 0.0f;
+  // A parameter's learning-rate multiplier (ParamAttr::learning_rate): its
+  // update reads the optimizer's rate times this. Copied by Program::Clone;
+  // not serialised.
+  float learning_rate = 1.0f;
 };
 
 using Attribute = std::variant<bool, int32_t, int64_t, float, double, std::string,

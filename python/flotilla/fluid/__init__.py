@@ -23,7 +23,7 @@ from ..inference_transpiler import InferenceTranspiler  # noqa: F401
 from ..parallel_executor import ParallelExecutor  # noqa: F401
 from ..distributed.fleet.paddle_flags import get_flags, set_flags  # noqa: F401
 from ..static.io import load, load_program_state, save, set_program_state  # noqa: F401
-from . import compiler, core, dataset, unique_name  # noqa: F401
+from . import compiler, contrib, core, dataset, unique_name  # noqa: F401
 from .core import LoDTensor  # noqa: F401
 from .dataset import DatasetFactory, InMemoryDataset, QueueDataset  # noqa: F401
 

@@ -103,6 +103,22 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable, ignore_index
     return _L.sigmoid_cross_entropy_with_logits(x, label, ignore_index, normalize)
 
 
+def softsign(x: Variable, name: Optional[str] = None) -> Variable:
+    """x / (1 + |x|)."""
+    return _L.softsign(x)
+
+
+def cosine_similarity(x1: Variable, x2: Variable, axis: int = 1, eps: float = 1e-8) -> Variable:
+    """Cosine similarity of the rows of 2-D ``x1`` and ``x2`` (one may have a
+    single row): ``[N]``, ``x1·x2 / max(|x1||x2|, eps)``, as Paddle's."""
+    if len(x1.shape) != 2 or len(x2.shape) != 2 or axis not in (1, -1):
+        raise NotImplementedError("paddle.nn.functional.cosine_similarity of other than 2-D inputs along axis 1 "
+                                  "is not in Flotilla; nearest: reshape to [rows, features] first")
+    if x1.shape[0] == 1 and x2.shape[0] != 1:
+        x1, x2 = x2, x1  # symmetric; the op takes the one-row side as Y
+    return _L.reshape(_L.cos_sim(x1, x2, float(eps)), [-1])
+
+
 # Convolutional networks (conv2d, max_pool2d, batch_norm, ...): cnn_functional.py.
 from .cnn_functional import *  # noqa: E402,F401,F403
 from ..sequence_lod import sequence_mask  # noqa: E402,F401

@@ -8,8 +8,9 @@ from ..fluid import core  # noqa: F401
 from ..param_attr import ParamAttr  # noqa: F401
 from ..place import CPUPlace, CUDAPlace, is_compiled_with_cuda  # noqa: F401
 from ..reader import batch  # noqa: F401
-from ..tensor import (add, cast, concat, divide, full, matmul, mean, multiply, ones, reshape, scale,  # noqa: F401
-                      subtract, sum, zeros)
+from ..tensor import (add, cast, concat, divide, equal, full, greater_equal, greater_than,  # noqa: F401
+                      less_equal, less_than, matmul, maximum, mean, minimum, multiply, not_equal, ones, reshape,
+                      scale, subtract, sum, zeros)
 from ..nn.common import flatten  # noqa: F401
 from ..static.io import load_object as load, save_object as save  # noqa: F401
 from . import common_ops_import, utils  # noqa: F401

@@ -26,10 +26,16 @@ def sparse_embedding(input: Variable, size: Sequence[int], padding_idx: Optional
                      is_test: bool = False, entry=None, table_class: str = "CommonSparseTable",
                      param_attr=None, dtype="float32", slot=None) -> Variable:
     """An embedding whose table lives on the parameter servers, row by row
-    (Paddle's large-scale sparse embedding)."""
-    if entry is not None:
-        raise NotImplementedError("paddle.static.nn.sparse_embedding(entry=...) (row admission) is not "
-                                  "in Flotilla yet; nearest: omit entry (every id gets a row)")
+    (Paddle's large-scale sparse embedding). Every id gets a row at its first
+    lookup: ``entry`` may be None or a ShowClickEntry (which admits every id;
+    Flotilla's tables keep no show/click counts). Admission by probability or
+    count is refused."""
+    from ..distributed.entry_attr import EntryAttr, ShowClickEntry
+    if entry is not None and not isinstance(entry, ShowClickEntry):
+        what = type(entry).__name__ if isinstance(entry, EntryAttr) else repr(entry)
+        raise NotImplementedError(f"paddle.static.nn.sparse_embedding(entry={what}) (row admission by "
+                                  "probability or count) is not in Flotilla yet; nearest: omit entry or "
+                                  "pass a ShowClickEntry (every id gets a row)")
     return _layers.embedding(input, size, True, True, padding_idx, param_attr, dtype)
 
 

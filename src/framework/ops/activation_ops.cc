@@ -1,4 +1,5 @@
-// Activations relu, tanh, sigmoid, square, sign, relu6, hard_swish, and scale.
+// Activations relu, tanh, sigmoid, square, softsign, sign, relu6, hard_swish,
+// and scale.
 //
 // Like Paddle, relu/tanh/sigmoid differentiate through Out (their derivative
 // is a function of the output), so backward keeps Out alive rather than X;
@@ -81,6 +82,17 @@ struct Square {
   static constexpr bool kGradUsesOut = false;
   template <typename T> static T Fwd(T x) { return x * x; }
   template <typename T> static T Grad(T x, T g) { return T(2) * x * g; }
+};
+
+// x / (1 + |x|); its derivative 1 / (1 + |x|)^2 reads X.
+struct Softsign {
+  static constexpr const char* kName = "softsign";
+  static constexpr bool kGradUsesOut = false;
+  template <typename T> static T Fwd(T x) { return x / (T(1) + std::abs(x)); }
+  template <typename T> static T Grad(T x, T g) {
+    const T d = T(1) + std::abs(x);
+    return g / (d * d);
+  }
 };
 
 // sign (-1, 0 or 1) feeds L1 weight decay; like Paddle's it is registered
@@ -257,6 +269,7 @@ void RegisterActivationOps() {
   RegisterActivation<Tanh>(r);
   RegisterActivation<Sigmoid>(r);
   RegisterActivation<Square>(r);
+  RegisterActivation<Softsign>(r);
   RegisterParamActivation<Relu6>(r);
   RegisterParamActivation<HardSwish>(r);
   r.Register({.type = Sign::kName,

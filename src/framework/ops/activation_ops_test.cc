@@ -31,7 +31,7 @@ Tensor AwayFromZero() {
 void AddActivationGradChecks(GradCheckRegistry& registry) {
   registry.Add({.label = "relu/2x3", .op = Unary("relu"), .inputs = {{"x", AwayFromZero()}},
                 .check = {"x"}});
-  for (const char* type : {"tanh", "sigmoid", "square"}) {
+  for (const char* type : {"tanh", "sigmoid", "square", "softsign"}) {
     registry.Add({.label = std::string(type) + "/3x4",
                   .op = Unary(type),
                   .inputs = {{"x", RandomTensor({3, 4}, -2, 2, 5)}},
@@ -58,6 +58,12 @@ void AddActivationGradChecks(GradCheckRegistry& registry) {
 TEST(ActivationOps, ReluClampsNegatives) {
   auto out = RunOp(Unary("relu"), {{"x", Tensor::FromVector<float>({-1, 0, 2.5f}, {3})}}).at("out");
   EXPECT_EQ(out.ToVector<float>(), (std::vector<float>{0, 0, 2.5f}));
+}
+
+TEST(ActivationOps, SoftsignValues) {
+  auto out = RunOp(Unary("softsign"), {{"x", Tensor::FromVector<double>({-3, 0, 1, 9}, {2, 2})}}).at("out");
+  EXPECT_EQ(out.ToVector<double>(), (std::vector<double>{-0.75, 0, 0.5, 0.9}));
+  EXPECT_EQ(out.dims(), (Dims{2, 2}));
 }
 
 TEST(ActivationOps, SignGivesMinusOneZeroOrOne) {

@@ -1,4 +1,5 @@
-// fill_constant, sum, assign, fill_zeros_like: the ops backward itself needs.
+// fill_constant, sum, assign, fill_zeros_like: the ops backward itself needs;
+// and fill_constant_batch_size_like.
 #include <cstring>
 
 #include "flotilla/core/math.h"
@@ -23,6 +24,40 @@ void FillConstantKernel(ExecutionContext& ctx) {
   Tensor* out = ctx.Output("Out");
   out->Resize(Dims(shape.begin(), shape.end()));
   VisitDType(dtype, [&]<typename T>() {
+    T* p = out->mutable_data<T>();
+    for (int64_t i = 0; i < out->numel(); ++i) p[i] = static_cast<T>(value);
+  });
+}
+
+// ---- fill_constant_batch_size_like: fill_constant whose dim output_dim_idx
+// is Input's dim input_dim_idx (the batch size, known only at run time) ----
+
+Dims BatchSizeLikeDims(const std::string& where, std::vector<int64_t> shape, const Dims& input,
+                       int32_t input_dim_idx, int32_t output_dim_idx) {
+  FLOTILLA_ENFORCE(input_dim_idx >= 0 && input_dim_idx < static_cast<int32_t>(input.size()), where,
+                   ": input_dim_idx ", input_dim_idx, " is outside Input's dims ", DimsToString(input));
+  FLOTILLA_ENFORCE(output_dim_idx >= 0 && output_dim_idx < static_cast<int32_t>(shape.size()), where,
+                   ": output_dim_idx ", output_dim_idx, " is outside shape ",
+                   DimsToString(Dims(shape.begin(), shape.end())));
+  shape[output_dim_idx] = input[input_dim_idx];
+  return Dims(shape.begin(), shape.end());
+}
+
+void FillBatchSizeLikeShape(InferShapeContext& ctx) {
+  ctx.SetOutputDim("Out", BatchSizeLikeDims(ctx.Where(), ctx.Attr<std::vector<int64_t>>("shape"),
+                                            ctx.InputDim("Input"), ctx.Attr<int32_t>("input_dim_idx"),
+                                            ctx.Attr<int32_t>("output_dim_idx")));
+  ctx.SetOutputDType("Out", static_cast<DType>(ctx.Attr<int32_t>("dtype")));
+}
+
+void FillBatchSizeLikeKernel(ExecutionContext& ctx) {
+  const Dims dims = BatchSizeLikeDims(ctx.Where(), ctx.Attr<std::vector<int64_t>>("shape"),
+                                      ctx.Input("Input").dims(), ctx.Attr<int32_t>("input_dim_idx"),
+                                      ctx.Attr<int32_t>("output_dim_idx"));
+  const double value = ctx.Attr<double>("value");
+  Tensor* out = ctx.Output("Out");
+  out->Resize(dims);
+  VisitDType(static_cast<DType>(ctx.Attr<int32_t>("dtype")), [&]<typename T>() {
     T* p = out->mutable_data<T>();
     for (int64_t i = 0; i < out->numel(); ++i) p[i] = static_cast<T>(value);
   });
@@ -170,6 +205,14 @@ void RegisterBasicOps() {
               .default_attrs = {{"value", 0.0},
                                 {"dtype", static_cast<int32_t>(DType::kFloat32)},
                                 {"shape", std::vector<int64_t>{1}}}});
+  r.Register({.type = "fill_constant_batch_size_like",
+              .infer_shape = FillBatchSizeLikeShape,
+              .kernels = {{Place::Kind::kCPU, FillBatchSizeLikeKernel}},
+              .default_attrs = {{"value", 0.0},
+                                {"dtype", static_cast<int32_t>(DType::kFloat32)},
+                                {"shape", std::vector<int64_t>{-1}},
+                                {"input_dim_idx", int32_t{0}},
+                                {"output_dim_idx", int32_t{0}}}});
   r.Register({.type = "sum",
               .infer_shape = SumShape,
               .kernels = {{Place::Kind::kCPU, SumKernel}},

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "flotilla/common/error.h"
 #include "framework/ops/testing/grad_check.h"
 
 namespace flotilla::testing {
@@ -27,6 +28,26 @@ TEST(BasicOps, FillConstantFillsShapeAndType) {
   const Tensor& out = outs.at("out");
   EXPECT_EQ(out.dims(), (Dims{2, 3}));
   EXPECT_EQ(out.ToVector<double>(), std::vector<double>(6, 2.5));
+}
+
+TEST(BasicOps, FillConstantBatchSizeLikeTakesTheBatchFromInput) {
+  auto op = [](std::vector<int64_t> shape, int32_t input_dim_idx, int32_t output_dim_idx) {
+    return OpDesc("fill_constant_batch_size_like")
+        .In("Input", {"x"})
+        .Out("Out", {"out"})
+        .Set("shape", shape)
+        .Set("value", 0.5)
+        .Set("dtype", static_cast<int32_t>(DType::kFloat32))
+        .Set("input_dim_idx", input_dim_idx)
+        .Set("output_dim_idx", output_dim_idx);
+  };
+  const Tensor rows = RunOp(op({-1, 1}, 0, 0), {{"x", RandomTensor({3, 4})}}).at("out");
+  EXPECT_EQ(rows.dims(), (Dims{3, 1}));
+  EXPECT_EQ(rows.dtype(), DType::kFloat32);
+  EXPECT_EQ(rows.ToVector<float>(), std::vector<float>(3, 0.5f));
+  const Tensor cols = RunOp(op({2, -1}, 1, 1), {{"x", RandomTensor({3, 4})}}).at("out");
+  EXPECT_EQ(cols.dims(), (Dims{2, 4}));
+  EXPECT_THROW(RunOp(op({-1, 1}, 2, 0), {{"x", RandomTensor({3, 4})}}), InvalidArgument);
 }
 
 TEST(BasicOps, SumAddsDenseInputs) {

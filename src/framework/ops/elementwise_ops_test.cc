@@ -28,7 +28,10 @@ const std::vector<Layout>& Layouts() {
       {"same shape", {2, 3}, {2, 3}, -1},   {"bias row", {4, 3}, {3}, -1},
       {"middle axis", {2, 3, 4}, {3}, 1},   {"scalar Y", {2, 3}, {1}, -1},
       {"Y trailing 1s", {2, 3, 4}, {3, 1}, 1}, {"leading axis", {3, 2}, {3}, 0},
-      {"2-D run", {2, 3, 4}, {3, 4}, 1}};
+      {"2-D run", {2, 3, 4}, {3, 4}, 1},
+      // NumPy's broadcasting (axis -1, outside the axis rule): both stretch.
+      {"numpy [N,1] with [N]", {3, 1}, {3}, -1}, {"numpy [1,4] with [3,1]", {1, 4}, {3, 1}, -1},
+      {"numpy [2,1,3] with [4,1]", {2, 1, 3}, {4, 1}, -1}};
   return layouts;
 }
 
@@ -38,7 +41,7 @@ std::vector<double> Values(const Tensor& t) { return t.ToVector<double>(); }
 
 void AddElementwiseGradChecks(GradCheckRegistry& registry) {
   for (const char* type : {"elementwise_add", "elementwise_sub", "elementwise_mul",
-                           "elementwise_div"}) {
+                           "elementwise_div", "elementwise_max", "elementwise_min"}) {
     unsigned seed = 1;
     for (const Layout& l : Layouts()) {
       // Divisors stay away from 0 so finite differences are well behaved.
@@ -50,6 +53,46 @@ void AddElementwiseGradChecks(GradCheckRegistry& registry) {
       ++seed;
     }
   }
+}
+
+TEST(ElementwiseOps, NumpyBroadcastStretchesBothSides) {
+  auto x = Tensor::FromVector<double>({1, 2, 3}, {3, 1});
+  auto y = Tensor::FromVector<double>({10, 20, 30}, {3});
+  auto out = RunOp(Elementwise("elementwise_sub"), {{"x", x}, {"y", y}}).at("out");
+  EXPECT_EQ(out.dims(), (Dims{3, 3}));
+  EXPECT_EQ(Values(out), (std::vector<double>{-9, -19, -29, -8, -18, -28, -7, -17, -27}));
+  EXPECT_EQ(InferredDims(Elementwise("elementwise_add"), {{"x", {-1, 1}}, {"y", {-1}}}, "out"), (Dims{-1, -1}));
+  EXPECT_EQ(InferredDims(Elementwise("elementwise_add"), {{"x", {-1, 4}}, {"y", {4}}}, "out"), (Dims{-1, 4}));
+  // Another axis than -1 keeps Paddle's axis rule and its error.
+  EXPECT_THAT([&] { RunOp(Elementwise("elementwise_add", 1), {{"x", x}, {"y", y}}); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("cannot broadcast")));
+}
+
+TEST(ElementwiseOps, MaxAndMinPickEachElement) {
+  auto x = Tensor::FromVector<float>({1, 5, -2, 7}, {2, 2});
+  auto y = Tensor::FromVector<float>({3, 4}, {2});
+  EXPECT_EQ(RunOp(Elementwise("elementwise_max"), {{"x", x}, {"y", y}}).at("out").ToVector<float>(),
+            (std::vector<float>{3, 5, 3, 7}));
+  EXPECT_EQ(RunOp(Elementwise("elementwise_min"), {{"x", x}, {"y", y}}).at("out").ToVector<float>(),
+            (std::vector<float>{1, 4, -2, 4}));
+}
+
+TEST(ElementwiseOps, ComparisonsGiveInt64OnesAndZeros) {
+  auto x = Tensor::FromVector<float>({1, 4, 3, 2}, {2, 2});
+  auto y = Tensor::FromVector<float>({2, 3}, {2});
+  const std::map<std::string, std::vector<int64_t>> want = {
+      {"less_than", {1, 0, 0, 1}},  {"less_equal", {1, 0, 0, 1}}, {"greater_than", {0, 1, 1, 0}},
+      {"greater_equal", {0, 1, 1, 0}}, {"equal", {0, 0, 0, 0}},    {"not_equal", {1, 1, 1, 1}}};
+  for (const auto& [type, values] : want) {
+    Tensor out = RunOp(Elementwise(type), {{"x", x}, {"y", y}}).at("out");
+    EXPECT_EQ(out.dtype(), DType::kInt64) << type;
+    EXPECT_EQ(out.dims(), (Dims{2, 2})) << type;
+    EXPECT_EQ(out.ToVector<int64_t>(), values) << type;
+  }
+  auto tie = RunOp(Elementwise("less_equal"), {{"x", Tensor::FromVector<float>({2, 3}, {2, 1})},
+                                               {"y", Tensor::FromVector<float>({2, 3}, {2})}}).at("out");
+  EXPECT_EQ(tie.dims(), (Dims{2, 2}));  // NumPy's broadcasting
+  EXPECT_EQ(tie.ToVector<int64_t>(), (std::vector<int64_t>{1, 1, 0, 1}));
 }
 
 TEST(ElementwiseOps, AddBroadcastsBiasRow) {

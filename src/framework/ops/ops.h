@@ -4,10 +4,10 @@
 
 namespace flotilla::ops {
 
-void RegisterBasicOps();        // fill_constant, sum, assign, fill_zeros_like
+void RegisterBasicOps();        // fill_constant(_batch_size_like), sum, assign, fill_zeros_like
 void RegisterMathOps();         // mul, matmul
-void RegisterElementwiseOps();  // elementwise_add/sub/mul/div
-void RegisterActivationOps();   // relu, tanh, sigmoid, square, scale
+void RegisterElementwiseOps();  // elementwise_add/sub/mul/div/max/min, less_than, ...
+void RegisterActivationOps();   // relu, tanh, sigmoid, square, softsign, scale
 void RegisterReduceOps();       // mean, reduce_sum, reduce_mean
 void RegisterTensorOps();       // concat, reshape, cast, uniform_random, gaussian_random
 void RegisterSoftmaxOps();      // softmax, softmax_with_cross_entropy
@@ -26,6 +26,7 @@ void RegisterLabelOps();        // one_hot, label_smooth
 void RegisterSequenceOps();     // sequence_pool, _softmax, _reverse, _expand, _expand_as
 void RegisterSequencePadOps();  // sequence_pad, _unpad, _mask, _enumerate
 void RegisterSequenceConvOps(); // sequence_conv, _concat, _reshape, _slice
+void RegisterSimilarityOps();   // cos_sim
 void RegisterLoDOps();          // lod_reset (and lod_append through its append attribute)
 
 }  // namespace flotilla::ops

@@ -33,6 +33,7 @@ GradCheckRegistry AllCases() {
   AddSequencePadGradChecks(registry);
   AddSequenceConvGradChecks(registry);
   AddLoDGradChecks(registry);
+  AddSimilarityGradChecks(registry);
   return registry;
 }
 

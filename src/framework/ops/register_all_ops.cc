@@ -31,6 +31,7 @@ void RegisterAllOps() {
     ops::RegisterSequencePadOps();
     ops::RegisterSequenceConvOps();
     ops::RegisterLoDOps();
+    ops::RegisterSimilarityOps();
   });
 }
 

@@ -76,5 +76,6 @@ void AddSequenceGradChecks(GradCheckRegistry& registry);
 void AddSequencePadGradChecks(GradCheckRegistry& registry);
 void AddSequenceConvGradChecks(GradCheckRegistry& registry);
 void AddLoDGradChecks(GradCheckRegistry& registry);
+void AddSimilarityGradChecks(GradCheckRegistry& registry);
 
 }  // namespace flotilla::testing
