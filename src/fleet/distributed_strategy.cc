@@ -240,8 +240,8 @@ int DistributedStrategy::comm_num() const {
 
 void DistributedStrategy::CheckOnAssign(const std::string& field) const {
   if (field == "last_comm_group_size_MB") {
-    FLOTILLA_CHECK(proto_.last_comm_group_size_mb() > 0, InvalidArgument,
-                   "DistributedStrategy.last_comm_group_size_MB=", proto_.last_comm_group_size_mb(),
+    FLOTILLA_CHECK(proto_->last_comm_group_size_mb() > 0, InvalidArgument,
+                   "DistributedStrategy.last_comm_group_size_MB=", proto_->last_comm_group_size_mb(),
                    " must be greater than 0");
   }
 }
