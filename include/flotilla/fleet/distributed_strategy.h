@@ -59,6 +59,9 @@ class DistributedStrategy {
   proto::ExecutionStrategy& exec_strategy() { return *proto_.mutable_exec_strategy(); }
   bool sync_batch_norm() const { return proto_.sync_batch_norm(); }
   void set_sync_batch_norm(bool v) { proto_.set_sync_batch_norm(v); }
+  // "none" (default) or "step": see Fleet::run_step.
+  const std::string& fault_tolerance() const { return proto_.fault_tolerance(); }
+  void set_fault_tolerance(const std::string& mode) { proto_.set_fault_tolerance(mode); }
   bool a_sync() const { return proto_.a_sync(); }
   void set_a_sync(bool v) { proto_.set_a_sync(v); }
   const proto::AsyncConfig& a_sync_configs() const { return proto_.a_sync_configs(); }
@@ -97,6 +100,8 @@ class DistributedStrategy {
   // each hint is given once per process. Thread-safe.
   std::vector<std::string> NewHints() const;
 
+  // FLOTILLA_FAULT_TOLERANCE (what `flotilla launch --fault_tolerance`
+  // exports) sets fault_tolerance unless the strategy sets it.
   // Paddle's FLAGS_fuse_parameter_memory_size (MB of gradients per fused
   // all-reduce) sets fuse_grad_size_in_MB, rounded up, unless the strategy
   // sets it. Throws InvalidArgument naming the variable when it is not a
