@@ -12,10 +12,13 @@
 #include <thread>
 #include <type_traits>
 
+#include "flotilla/comm/prefix_store.h"
 #include "flotilla/comm/shm_cleanup.h"
+#include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/launch/signals.h"
 #include "flotilla/roles/role_env.h"
 #include "launch/elastic/elastic_rendezvous.h"
@@ -145,6 +148,66 @@ auto Interruptible(SignalFd& signals, const char* phase, Fn&& fn) -> decltype(fn
   if constexpr (!std::is_void_v<Result>) return std::move(*result);
 }
 
+// --fault_tolerance step: the launcher tells the job's processes, through
+// the job's store ("flotilla/ft/lost/<rank>", read by fleet's run_step),
+// which trainer died, and reports at the end what the faults cost
+// ("flotilla/ft/faults", "flotilla/ft/steps_lost", counted by the
+// survivors when they re-form).
+class FaultReporter {
+ public:
+  FaultReporter(const LaunchOptions& options) : options_(options) {}
+
+  void OnWorld(const std::string& master) {
+    master_ = master;
+    store_.reset();
+  }
+
+  void Lost(const ProcessSpec& p, const std::string& what) {
+    lost_.push_back(p.id);
+    try {
+      Store().setString(StrCat("lost/", p.id), StrCat(p.label(), " ", what));
+    } catch (const std::exception& e) {
+      log::Error("fault tolerance: cannot publish the loss of {}: {}", p.label(), e.what());
+    }
+  }
+
+  // The last lines of a run that lost trainers.
+  void Summary(const RunResult& result) {
+    if (lost_.empty()) return;
+    int64_t faults = 0, steps = 0;
+    try {
+      faults = Store().add("faults", 0);
+      steps = Store().add("steps_lost", 0);
+    } catch (const std::exception& e) {
+      log::Warn("fault tolerance: cannot read the survivors' counts: {}", e.what());
+    }
+    std::vector<std::string> ranks;
+    for (int r : lost_) ranks.push_back(std::to_string(r));
+    std::cout << "fault tolerance: " << (result.exit_code == 0 ? "the job survived " : "the job saw ")
+              << lost_.size() << " fault(s) (lost rank(s) [" << Join(ranks, ", ") << "]; "
+              << faults << " re-formed around), costing " << steps
+              << " step(s); no survivor was restarted" << std::endl;
+  }
+
+ private:
+  comm::Store& Store() {
+    if (!store_) {
+      comm::TCPStoreOptions o;
+      o.timeout = std::chrono::seconds(5);
+      o.connect_timeout = std::chrono::seconds(5);
+      o.token = options_.job_secret;
+      o.tls = JobTlsFiles(options_);
+      store_ = std::make_shared<comm::PrefixStore>("flotilla/ft", comm::ConnectStore(master_, o));
+    }
+    return *store_;
+  }
+
+  const LaunchOptions& options_;
+  std::string master_;
+  std::shared_ptr<comm::Store> store_;
+  std::vector<int> lost_;
+};
+
 int Finish(const ClusterSpec& spec, const RunResult& result) {
   std::string report = AbortReport(spec, result);
   if (!report.empty()) std::cerr << report << std::flush;
@@ -191,6 +254,14 @@ int Launch(LaunchOptions options) {
   supervise.tee = options.tee;
   supervise.log_prefix = options.log_prefix;
   supervise.hooks = observer.Hooks();
+  FaultReporter faults(options);
+  if (options.fault_tolerance == "step") {
+    supervise.fault_tolerance_step = true;
+    supervise.hooks.on_lost = [&](const ProcessSpec& p, const std::string& what) {
+      faults.Lost(p, what);
+    };
+    extra_env.emplace_back("FLOTILLA_FAULT_TOLERANCE", "step");
+  }
   Supervisor supervisor(supervise, signals);
   const ShmSweeper shm(options.job_id);
   // Fixed-size jobs run one world; elastic jobs join again when theirs changed.
@@ -201,6 +272,7 @@ int Launch(LaunchOptions options) {
     observer.OnWorld(world.spec);
     WriteEndpointsLog(options.log_dir, world.spec);
     PrintBanner(options, mode, world.spec);
+    faults.OnWorld(world.spec.master);
     if (!options.hold_ports) ports.clear();  // --release_ports: a short race instead of a takeover
     RunResult result;
     try {
@@ -213,6 +285,7 @@ int Launch(LaunchOptions options) {
     }
     shm.Sweep();  // every child of this world has exited
     int code = Finish(world.spec, result);
+    faults.Summary(result);
     const bool again = result.launcher_signal == 0 &&
                        Interruptible(signals, "waiting for the job's next world",
                                      [&] { return world.channel->Restart(code); });
