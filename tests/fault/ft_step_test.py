@@ -18,31 +18,13 @@ import sys
 import tempfile
 import time
 
+# The bench's helpers: the launcher's children, a trainer's rank, a log.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../bench"))
+from bench_fault_tolerance import child_pids as children, rank_of as trainer_rank, text_of as read  # noqa: E402
+
 BUILD = os.environ.get("FLOTILLA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 RANKS, STEPS, BATCH = 3, 1200, 32
 RECOVERY_BOUND_MS = 5000  # a loaded 2-core CI machine; typically < 200 ms
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
-
-
-def trainer_rank(pid):
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-    return int(env[b"PADDLE_TRAINER_ID"])
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def wait_for(what, predicate, timeout_s, launcher):
