@@ -183,9 +183,11 @@ void Fleet::Reform(Executor& exe, const Program& program, Scope* scope, StepStat
   training_group_.reset();
   group_.reset();
 
+  const double teardown_ms = MsSince(start);
   const int generation = fault_stats_.generation + 1;
   const std::vector<int> old_members = ft_members_;
   const std::vector<int> members = AgreeOnMembers(generation, state, failure);
+  const double agreed_ms = MsSince(start);
   auto me = std::find(members.begin(), members.end(), ft_id_);
   FLOTILLA_CHECK(me != members.end(), Unavailable, "fleet: fault tolerance: worker ", ft_id_,
                  " is not in generation ", generation, "'s members [", IdList(members),
@@ -193,10 +195,15 @@ void Fleet::Reform(Executor& exe, const Program& program, Scope* scope, StepStat
   // The member that committed the most steps (the first of them) holds the
   // state every other adopts.
   const std::string gen = StrCat("init", inits_, "/gen/", generation, "/");
+  // When every member committed the same steps their variables are
+  // bit-identical already (each applied the same all-reduced gradients), and
+  // nothing is sent.
   int root = 0;
   int64_t best = -1;
+  bool same_step = true;
   for (size_t i = 0; i < members.size(); ++i) {
     int64_t step = std::stoll(ft_store_->getString(gen + "alive/" + std::to_string(members[i])));
+    same_step &= i == 0 || step == best;
     if (step > best) best = step, root = static_cast<int>(i);
   }
   std::vector<int> lost;
@@ -227,16 +234,19 @@ void Fleet::Reform(Executor& exe, const Program& program, Scope* scope, StepStat
   }
   ReplaceRing(rings_.front(), group_);
   for (size_t i = 1; i < rings_.size(); ++i) ReplaceRing(rings_[i], training_group_);
-  SyncState(program, scope, state, root);
+  const double built_ms = MsSince(start);
+  if (!same_step) SyncState(program, scope, state, root);
 
   fault_stats_.generation = generation;
   fault_stats_.faults += static_cast<int>(lost.size());
   fault_stats_.steps_lost += 1;
   fault_stats_.last_reform_ms = MsSince(start);
   log::Warn("fleet: fault tolerance: generation {}: lost worker(s) [{}]; world {} -> {}, rank {} "
-            "-> {}; re-formed in {:.1f} ms; resuming at step {} (state from rank {})",
+            "-> {}; re-formed in {:.1f} ms (old groups closed {:.1f}, members agreed {:.1f}, "
+            "groups built {:.1f}, state {} {:.1f}); resuming at step {} (state from rank {})",
             generation, IdList(lost), old_size, role_->worker_num, old_rank,
-            role_->worker_index, fault_stats_.last_reform_ms, state.step, root);
+            role_->worker_index, fault_stats_.last_reform_ms, teardown_ms, agreed_ms, built_ms,
+            same_step ? "alike" : "synced", fault_stats_.last_reform_ms, state.step, root);
 }
 
 std::optional<std::vector<Tensor>> run_step(Executor& exe, const Program& program,
