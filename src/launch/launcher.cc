@@ -20,6 +20,7 @@
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/launch/signals.h"
+#include "flotilla/trace/metrics.h"
 #include "flotilla/roles/role_env.h"
 #include "launch/elastic/elastic_rendezvous.h"
 #include "launch/env_contract.h"
@@ -155,17 +156,31 @@ auto Interruptible(SignalFd& signals, const char* phase, Fn&& fn) -> decltype(fn
 // survivors when they re-form).
 class FaultReporter {
  public:
-  FaultReporter(const LaunchOptions& options) : options_(options) {}
+  explicit FaultReporter(const LaunchOptions& options) : options_(options) {}
 
-  void OnWorld(const std::string& master) {
-    master_ = master;
+  // Connects to the world's store at once, so a loss is published without
+  // a connection's delay.
+  void OnWorld(const ClusterSpec& spec) {
+    master_ = spec.master;
     store_.reset();
+    WorldSize().Set(static_cast<double>(spec.trainers.size()));
+    if (options_.fault_tolerance != "step") return;
+    try {
+      Store();
+    } catch (const std::exception& e) {
+      log::Warn("fault tolerance: the job's store is not reachable yet: {}", e.what());
+    }
   }
 
   void Lost(const ProcessSpec& p, const std::string& what) {
     lost_.push_back(p.id);
+    trace::MetricsRegistry::Global()
+        .GetCounter("flotilla_faults_total", "Trainers lost and survived (--fault_tolerance step)")
+        .Add(1);
+    WorldSize().Add(-1);
     try {
       Store().setString(StrCat("lost/", p.id), StrCat(p.label(), " ", what));
+      StepsLost().Set(static_cast<double>(Store().add("steps_lost", 0)));
     } catch (const std::exception& e) {
       log::Error("fault tolerance: cannot publish the loss of {}: {}", p.label(), e.what());
     }
@@ -178,6 +193,7 @@ class FaultReporter {
     try {
       faults = Store().add("faults", 0);
       steps = Store().add("steps_lost", 0);
+      StepsLost().Set(static_cast<double>(steps));
     } catch (const std::exception& e) {
       log::Warn("fault tolerance: cannot read the survivors' counts: {}", e.what());
     }
@@ -190,6 +206,16 @@ class FaultReporter {
   }
 
  private:
+  static trace::Gauge& WorldSize() {
+    return trace::MetricsRegistry::Global().GetGauge("flotilla_world_size",
+                                                     "Trainers in the job's current world");
+  }
+  // Updated when a trainer is lost (the re-forms counted so far) and at the end.
+  static trace::Gauge& StepsLost() {
+    return trace::MetricsRegistry::Global().GetGauge(
+        "flotilla_steps_lost_total", "Steps dropped and redone by re-forms (--fault_tolerance step)");
+  }
+
   comm::Store& Store() {
     if (!store_) {
       comm::TCPStoreOptions o;
@@ -272,7 +298,7 @@ int Launch(LaunchOptions options) {
     observer.OnWorld(world.spec);
     WriteEndpointsLog(options.log_dir, world.spec);
     PrintBanner(options, mode, world.spec);
-    faults.OnWorld(world.spec.master);
+    faults.OnWorld(world.spec);
     if (!options.hold_ports) ports.clear();  // --release_ports: a short race instead of a takeover
     RunResult result;
     try {
