@@ -43,9 +43,21 @@ def child_pids(pid):
 
 
 def rank_of(pid):
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-    return int(env[b"PADDLE_TRAINER_ID"])
+    """The trainer's rank; None before it has exec'd with its environment."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    except OSError:
+        return None
+    rank = env.get(b"PADDLE_TRAINER_ID")
+    return None if rank is None else int(rank)
+
+
+def trainers(launcher, ranks):
+    """{rank: pid} of the launcher's children once all `ranks` run, else None."""
+    found = {rank_of(p): p for p in child_pids(launcher.pid)}
+    found.pop(None, None)
+    return found if len(found) == ranks else None
 
 
 def text_of(path):
@@ -97,11 +109,11 @@ def run_job(args, kills):
     recoveries = []
     try:
         deadline = time.time() + 60
-        while len(child_pids(launcher.pid)) < args.ranks:
+        while not trainers(launcher, args.ranks):
             if time.time() > deadline or launcher.poll() is not None:
                 raise RuntimeError("the job did not start")
             time.sleep(0.02)
-        alive = {rank_of(p): p for p in child_pids(launcher.pid)}
+        alive = trainers(launcher, args.ranks)
         time.sleep(args.warmup_s)
         for k in range(kills):
             victim = random.choice(sorted(alive))

@@ -18,9 +18,9 @@ import sys
 import tempfile
 import time
 
-# The bench's helpers: the launcher's children, a trainer's rank, a log.
+# The bench's helpers: the launcher's trainers by rank, a log's text.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../bench"))
-from bench_fault_tolerance import child_pids as children, rank_of as trainer_rank, text_of as read  # noqa: E402
+from bench_fault_tolerance import text_of as read, trainers  # noqa: E402
 
 BUILD = os.environ.get("FLOTILLA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 RANKS, STEPS, BATCH = 3, 1200, 32
@@ -49,9 +49,7 @@ def main():
     launcher = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
     try:
-        pids = wait_for(f"{RANKS} trainers", lambda: (lambda c: c if len(c) == RANKS else None)(
-            children(launcher.pid)), 60, launcher)
-        by_rank = {trainer_rank(p): p for p in pids}
+        by_rank = wait_for(f"{RANKS} trainers", lambda: trainers(launcher, RANKS), 60, launcher)
         log0 = os.path.join(log_dir, "workerlog.0")
         wait_for("step 100", lambda: re.search(r"^step(1\d\d|[2-9]\d\d)\b", read(log0), re.M),
                  120, launcher)
