@@ -7,7 +7,8 @@ SIGKILLs random ranks mid-training (--kills_per_job per job, each once the
 previous fault has been recovered from), until --kills faults were injected.
 Recovery is measured from the SIGKILL to the first step committed in the
 smaller world (the latest of the survivors' clocks, all on this machine).
-Then the same job runs without faults with and without fault tolerance to
+Then one kill under --fault_tolerance none shows today's behaviour (the
+launcher stops the job), and the same job runs without faults with and without fault tolerance to
 measure what the transactions cost when nothing fails.
 
     build/bin/bench_fault_tolerance [--kills 20] [--ranks 4] [--backend gloo]
@@ -149,6 +150,26 @@ def run_job(args, kills):
     return recoveries, job
 
 
+def today(args):
+    """The same SIGKILL under --fault_tolerance none: the launcher stops the
+    job (a restart is by hand, or by an elastic job's next world from its
+    newest checkpoint when a whole node is lost)."""
+    log_dir = tempfile.mkdtemp(prefix="bench_ft_none_")
+    launcher = launch(args, log_dir, args.steps, "none")
+    deadline = time.time() + 60
+    while not trainers(launcher, args.ranks):
+        if time.time() > deadline or launcher.poll() is not None:
+            raise RuntimeError("the job did not start")
+        time.sleep(0.02)
+    time.sleep(args.warmup_s)
+    killed = time.time()
+    os.kill(trainers(launcher, args.ranks)[1], signal.SIGKILL)
+    finish(launcher, 120)
+    return {"bench": "fault_tolerance", "model": "mlp", "mode": "none", "kills": 1,
+            "job_exit_code": launcher.returncode, "stopped_after_ms": round((time.time() - killed) * 1000, 1),
+            "recovered": False}
+
+
 def step_ms(args, mode):
     log_dir = tempfile.mkdtemp(prefix="bench_ft_free_")
     out = finish(launch(args, log_dir, args.overhead_steps, mode), 300)
@@ -171,6 +192,7 @@ def main():
     p.add_argument("--overhead_steps", type=int, default=800)
     p.add_argument("--overhead_repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--baseline", type=int, default=1, help="also kill a rank under --fault_tolerance none")
     args = p.parse_args()
     random.seed(args.seed)
     per_job = max(1, min(args.kills_per_job, args.ranks - 1))
@@ -201,6 +223,8 @@ def main():
             ("steps_lost_per_fault", max(lost), "<= 1", max(lost) <= 1)):
         print(json.dumps({"bench": "fault_tolerance", "model": "mlp", "metric": metric,
                           "value": round(value, 3), "goal": goal, "met": met}))
+    if args.baseline:
+        print(json.dumps(today(args)), flush=True)
     if args.overhead_repeats > 0:
         none, step = [], []
         for _ in range(args.overhead_repeats):  # alternating, so load drifts hit both
