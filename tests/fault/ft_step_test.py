@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Fault tolerance without restarts (`flotilla launch --fault_tolerance step`).
 
+    ft_step_test.py                  # C++: build/bin/train_with_fleet
+    ft_step_test.py --python         # Python: tests/fault/ft_step_train.py (fleet.run_step)
+
 A 3-rank train_with_fleet job (gloo on loopback) loses rank 1 to SIGKILL
 mid-training. The survivors must keep their pids, drop at most the step in
 flight, re-form as a world of 2 within the bound, finish every step, consume
@@ -23,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 from bench_fault_tolerance import text_of as read, trainers  # noqa: E402
 
 BUILD = os.environ.get("FLOTILLA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
-RANKS, STEPS, BATCH = 3, 1200, 32
+RANKS, BATCH = 3, 32
 RECOVERY_BOUND_MS = 5000  # a loaded 2-core CI machine; typically < 200 ms
 
 
@@ -40,12 +43,16 @@ def wait_for(what, predicate, timeout_s, launcher):
 
 
 def main():
+    python = "--python" in sys.argv[1:]
+    steps = 3000 if python else 1200  # the Python job's default backend on one host is shm: faster
     log_dir = tempfile.mkdtemp(prefix="ft_step_")
+    program = ([os.path.join(os.path.dirname(os.path.abspath(__file__)), "ft_step_train.py")] if python else
+               [os.path.join(BUILD, "bin/train_with_fleet"), "--backend", "gloo", "--comm_num", "1", "--seed", "7",
+                "--labels", "sum"])
     cmd = [os.path.join(BUILD, "bin/flotilla"), "launch", "--nproc_per_node", str(RANKS),
-           "--fault_tolerance", "step", "--log_dir", log_dir, "--grace_period", "2",
-           os.path.join(BUILD, "bin/train_with_fleet"), "--backend", "gloo",
-           "--steps", str(STEPS), "--hidden", "256", "--batch_size", str(BATCH),
-           "--comm_num", "1", "--seed", "7", "--labels", "sum", "--fetch_frequency", "10"]
+           "--fault_tolerance", "step", "--log_dir", log_dir, "--grace_period", "2", *program,
+           "--steps", str(steps), "--hidden", "256", "--batch_size", str(BATCH),
+           "--fetch_frequency", "10"]
     launcher = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
     try:
@@ -80,14 +87,14 @@ def main():
     lost_at = dropped.pop()
     for rank, f in finals.items():
         assert f["pid"] == by_rank[rank], f"rank {rank} was restarted ({by_rank[rank]} -> {f['pid']})"
-        assert f["world"] == 2 and f["steps"] == STEPS, f
+        assert f["world"] == 2 and f["steps"] == steps, f
         assert f["faults"] == 1 and f["steps_lost"] <= 1, f
         # Every sample of the stream once: 3 ranks' batches before the
         # dropped step, 2 ranks' after it (the dropped one redone).
-        assert f["position"] == BATCH * (RANKS * lost_at + (RANKS - 1) * (STEPS - lost_at)), f
+        assert f["position"] == BATCH * (RANKS * lost_at + (RANKS - 1) * (steps - lost_at)), f
     assert finals[0]["params_fnv"] == finals[2]["params_fnv"], "survivors' parameters differ"
     recovery = max(recoveries)
-    print(json.dumps({"test": "ft_step", "ranks": RANKS, "killed_rank": 1, "dropped_step": lost_at,
+    print(json.dumps({"test": "ft_step_python" if python else "ft_step", "ranks": RANKS, "killed_rank": 1, "dropped_step": lost_at,
                       "recovery_ms": round(recovery, 1),
                       "reform_ms": max(f["reform_ms"] for f in finals.values()),
                       "steps_lost": max(f["steps_lost"] for f in finals.values())}))
