@@ -199,9 +199,14 @@ class FaultReporter {
     }
     std::vector<std::string> ranks;
     for (int r : lost_) ranks.push_back(std::to_string(r));
-    std::cout << "fault tolerance: " << (result.exit_code == 0 ? "the job survived " : "the job saw ")
-              << lost_.size() << " fault(s) (lost rank(s) [" << Join(ranks, ", ") << "]; "
-              << faults << " re-formed around), costing " << steps
+    if (result.exit_code != 0) {
+      std::cout << "fault tolerance: the job failed after losing rank(s) [" << Join(ranks, ", ")
+                << "] (" << faults << " re-formed around, costing " << steps << " step(s))"
+                << std::endl;
+      return;
+    }
+    std::cout << "fault tolerance: the job survived " << lost_.size() << " fault(s) (lost rank(s) ["
+              << Join(ranks, ", ") << "]; " << faults << " re-formed around), costing " << steps
               << " step(s); no survivor was restarted" << std::endl;
   }
 

@@ -425,7 +425,11 @@ RunResult Watch::Result() {
   for (const auto& c : children_) {
     r.processes.push_back({c.spec, c.pid, c.status, c.log.path(), {}});
   }
-  for (size_t i : failed_) {
+  // A job that failed after losing trainers reports those too: they may
+  // have died of the same cause.
+  std::vector<size_t> failed = failed_;
+  if (exit_code_ != 0) failed.insert(failed.begin(), lost_.begin(), lost_.end());
+  for (size_t i : failed) {
     ProcessOutcome o = r.processes[i];
     o.tail = children_[i].log.Tail(options_.tail_lines);
     r.failed.push_back(std::move(o));
