@@ -59,7 +59,13 @@ bool IsPeerFailure(const Error& e) {
   return e.code() == ErrorCode::kUnavailable || e.code() == ErrorCode::kDeadlineExceeded;
 }
 
-bool IsCollective(const OpDesc& op) { return op.HasAttr(kRingIdAttr); }
+// A collective op, or the conditional block gradient merge and LocalSGD run
+// their collectives in: what the ops before it wrote (accumulators, the
+// step gate's counter, LocalSGD's locally updated parameters) is restored
+// when the step fails.
+bool IsCollective(const OpDesc& op) {
+  return op.HasAttr(kRingIdAttr) || op.type == "c_conditional_block";
+}
 
 }  // namespace
 
