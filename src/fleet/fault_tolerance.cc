@@ -69,7 +69,10 @@ bool IsCollective(const OpDesc& op) {
 
 }  // namespace
 
-std::vector<std::string> Fleet::PreCommitWrites(const Program& program) const {
+const std::vector<std::string>& Fleet::PreCommitWrites(const Program& program) {
+  if (pre_commit_ && pre_commit_->program == program.id() && pre_commit_->version == program.version()) {
+    return pre_commit_->names;
+  }
   const Block& block = program.global_block();
   size_t last = 0;
   for (size_t i = 0; i < block.op_size(); ++i) {
@@ -82,7 +85,8 @@ std::vector<std::string> Fleet::PreCommitWrites(const Program& program) const {
       if (v != nullptr && v->persistable && v->type == VarType::kDenseTensor) names.insert(out);
     }
   }
-  return {names.begin(), names.end()};
+  pre_commit_ = PreCommit{program.id(), program.version(), {names.begin(), names.end()}};
+  return pre_commit_->names;
 }
 
 std::optional<std::vector<Tensor>> Fleet::run_step(Executor& exe, const Program& program,

@@ -289,8 +289,9 @@ class Fleet {
               const std::string& failure);
   std::vector<int> AgreeOnMembers(int generation, const StepState& state, const std::string& failure);
   void SyncState(const Program& program, Scope* scope, StepState& state, int root);
-  // Persistable variables written before the step's last collective.
-  std::vector<std::string> PreCommitWrites(const Program& program) const;
+  // Persistable variables written before the step's last collective
+  // (computed once per program version).
+  const std::vector<std::string>& PreCommitWrites(const Program& program);
 
   // Worker 0, when it hosts the store, waits (bounded) until every other
   // worker has disconnected, so none loses the store in its last request.
@@ -315,6 +316,11 @@ class Fleet {
   comm::ProcessGroupOptions default_group_options_;
   std::optional<comm::ProcessGroupOptions> training_group_options_;  // when not the default group
   FaultStats fault_stats_;
+  struct PreCommit {
+    uint64_t program = 0, version = 0;
+    std::vector<std::string> names;
+  };
+  std::optional<PreCommit> pre_commit_;  // of the last program run_step ran
   std::optional<std::chrono::steady_clock::time_point> failure_seen_;  // until the next commit
   int inits_ = 0;  // the generation of the workers' keys in the store
   int groups_made_ = 0;
