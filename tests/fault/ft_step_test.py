@@ -83,8 +83,10 @@ def main():
         assert commit, f"rank {rank} never committed a step in the world of 2"
         recoveries.append(int(commit.group(2)) - killed_ms)
         dropped.update(int(s) for s in re.findall(r"fleet: step (\d+) dropped", text))
-    assert len(dropped) == 1, f"the survivors dropped steps {sorted(dropped)}"
-    lost_at = dropped.pop()
+    # One step in flight; a survivor that committed it before its peer died
+    # drops the next one instead, and the others adopt its state.
+    assert dropped and max(dropped) - min(dropped) <= 1, f"the survivors dropped steps {sorted(dropped)}"
+    lost_at = max(dropped)  # the first step of the world of 2
     for rank, f in finals.items():
         assert f["pid"] == by_rank[rank], f"rank {rank} was restarted ({by_rank[rank]} -> {f['pid']})"
         assert f["world"] == 2 and f["steps"] == steps, f
