@@ -300,7 +300,7 @@ void BindFleetFunctions(py::module_& m) {
           if (!out) return py::none();
           py::list arrays;
           for (const Tensor& t : *out) arrays.append(ToNumpy(t));
-          return std::move(arrays);
+          return arrays;
         },
         py::arg("executor"), py::arg("program"), py::arg("feed"), py::arg("fetch_list"),
         py::arg("state"), py::arg("samples_per_rank") = 0);

@@ -34,6 +34,8 @@ using Clock = std::chrono::steady_clock;
 // every other member to arrive, before the failure counts as one that is not
 // a lost peer.
 constexpr std::chrono::seconds kReformTimeout{20};
+// Generations tried for one dropped step before its failure is rethrown.
+constexpr int kReformAttempts = 3;
 
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -128,7 +130,23 @@ std::optional<std::vector<Tensor>> Fleet::run_step(Executor& exe, const Program&
     for (auto& [v, t] : saved) v->GetMutableTensor()->CopyFrom(t);
     log::Warn("fleet: step {} dropped (rank {} of {}): {}", state.step, role_->worker_index,
               role_->worker_num, e.what());
-    Reform(exe, program, scope, state, e.what());
+    ++fault_stats_.steps_lost;
+    // A member lost while the others build the new groups fails that
+    // generation; the survivors then agree on the next one.
+    std::string failure = e.what();
+    for (int attempt = 1;; ++attempt) {
+      const int generation = fault_stats_.generation;
+      try {
+        Reform(exe, program, scope, state, failure);
+        break;
+      } catch (const Error& again) {
+        const bool agreed = fault_stats_.generation > generation;
+        if (!IsPeerFailure(again) || !agreed || attempt == kReformAttempts) throw;
+        log::Warn("fleet: fault tolerance: generation {} failed while forming ({}); re-forming again",
+                  fault_stats_.generation, again.what());
+        failure = again.what();
+      }
+    }
     return std::nullopt;
   }
 }
@@ -202,6 +220,7 @@ void Fleet::Reform(Executor& exe, const Program& program, Scope* scope, StepStat
   FLOTILLA_CHECK(me != members.end(), Unavailable, "fleet: fault tolerance: worker ", ft_id_,
                  " is not in generation ", generation, "'s members [", IdList(members),
                  "]; the failure was: ", failure);
+  fault_stats_.generation = generation;  // from here on a failure re-forms as generation + 1
   // The member that committed the most steps (the first of them) holds the
   // state every other adopts.
   const std::string gen = StrCat("init", inits_, "/gen/", generation, "/");
@@ -220,6 +239,7 @@ void Fleet::Reform(Executor& exe, const Program& program, Scope* scope, StepStat
   for (int id : old_members) {
     if (std::find(members.begin(), members.end(), id) == members.end()) lost.push_back(id);
   }
+  fault_stats_.faults += static_cast<int>(lost.size());
   const int old_rank = role_->worker_index, old_size = role_->worker_num;
   ft_members_ = members;
   role_->worker_index = static_cast<int>(me - members.begin());
@@ -247,9 +267,6 @@ void Fleet::Reform(Executor& exe, const Program& program, Scope* scope, StepStat
   const double built_ms = MsSince(start);
   if (!same_step) SyncState(program, scope, state, root);
 
-  fault_stats_.generation = generation;
-  fault_stats_.faults += static_cast<int>(lost.size());
-  fault_stats_.steps_lost += 1;
   fault_stats_.last_reform_ms = MsSince(start);
   log::Warn("fleet: fault tolerance: generation {}: lost worker(s) [{}]; world {} -> {}, rank {} "
             "-> {}; re-formed in {:.1f} ms (old groups closed {:.1f}, members agreed {:.1f}, "
