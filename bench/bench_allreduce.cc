@@ -42,8 +42,10 @@
 #include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/strings.h"
 #include "flotilla/testing/process.h"
+#include "netns_pair.h"
 
 namespace fs = std::filesystem;
+using flotilla::bench::NetnsPair;
 using flotilla::bench::WorkerArgs;
 using nlohmann::json;
 
@@ -370,50 +372,22 @@ int Driver(const Args& a) {
 
 // ---- --netns: two namespace hosts joined by a veth shaped to 1 Gbit ----
 
-int Sh(const std::string& cmd) { return system((cmd + " >/dev/null 2>&1").c_str()); }
-
-// Creates the namespaces and the link; removes them on destruction.
-struct NetnsPair {
-  std::string a, b;
-  bool ok = false;
-  NetnsPair() {
-    std::string tag = std::to_string(getpid());
-    a = "flb_a" + tag;
-    b = "flb_b" + tag;
-    ok = Sh("ip netns add " + a) == 0 && Sh("ip netns add " + b) == 0 &&
-         Sh("ip link add fla" + tag + " netns " + a + " type veth peer name flb" + tag + " netns " +
-            b) == 0;
-    const std::string shape = " root tbf rate 1gbit burst 1mb latency 100ms";
-    ok = ok && Sh("ip -n " + a + " addr add 10.231.0.1/24 dev fla" + tag) == 0 &&
-         Sh("ip -n " + b + " addr add 10.231.0.2/24 dev flb" + tag) == 0 &&
-         Sh("ip -n " + a + " link set fla" + tag + " up") == 0 &&
-         Sh("ip -n " + b + " link set flb" + tag + " up") == 0 &&
-         Sh("ip -n " + a + " link set lo up") == 0 && Sh("ip -n " + b + " link set lo up") == 0 &&
-         Sh("ip netns exec " + a + " tc qdisc add dev fla" + tag + shape) == 0 &&
-         Sh("ip netns exec " + b + " tc qdisc add dev flb" + tag + shape) == 0;
-  }
-  ~NetnsPair() {
-    Sh("ip netns del " + a);
-    Sh("ip netns del " + b);
-  }
-};
-
 int Netns(const Args& a) {
   if (geteuid() != 0) {
     std::cout << R"({"bench":"allreduce","impl":"gloo_netns_1gbit","skipped":"needs root for ip netns"})"
               << std::endl;
     return 0;
   }
-  NetnsPair net;
+  NetnsPair net("flb", 0);
   if (!net.ok) {
     std::cout << R"({"bench":"allreduce","impl":"gloo_netns_1gbit","skipped":"cannot create namespaces/veth/tbf"})"
               << std::endl;
     return 0;
   }
-  const std::string store = "10.231.0.1:29517";
+  const std::string store = net.ip_a + ":29517";
   std::vector<std::vector<std::string>> procs;
   for (int r = 0; r < 2; ++r) {
-    std::string ip = r == 0 ? "10.231.0.1" : "10.231.0.2";
+    std::string ip = r == 0 ? net.ip_a : net.ip_b;
     procs.push_back({"ip", "netns", "exec", r == 0 ? net.a : net.b, SelfPath(), "--worker",
                      "--label", "gloo_netns_1gbit", "--ops", "allreduce", "--host-store",
                      "--impl", "gloo", "--rank", std::to_string(r), "--size", "2", "--store",

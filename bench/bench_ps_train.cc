@@ -17,6 +17,16 @@
 // goal (GEO ≥ 3x async at AUC within 0.01), and the heter / async ratio
 // (AUC within 0.005). Heter workers run on the servers' host. Without root
 // (or without namespace support) the netns link prints a "skipped" line.
+//
+// Mode "train_from_dataset" is Paddle's Dataset path: 1 server + 1 trainer
+// on loopback, the trainer writing its CTR samples as MultiSlot files and
+// training on them with train_from_dataset (a QueueDataset read through
+// --pipe_command), thread = 1 and 2, in each of --dataset_ps_modes. Per run
+// one measurement line and one comparison line against Paddle's published
+// 5,000 instances/s per thread (goal: 10,000, ratio >= 2):
+//
+//   bench_ps_train --link loopback --modes train_from_dataset
+//   bench_ps_train --link loopback --modes train_from_dataset --dataset_ps_modes async
 #include <unistd.h>
 
 #include <chrono>
@@ -32,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_process.h"
+#include "netns_pair.h"
 
 namespace {
 
@@ -45,6 +56,9 @@ struct Args {
   // strategy default) the queue's staleness diverges SGD 0.5 on the shaped link.
   std::string async_merge = "16";
   std::vector<std::string> extra;  // more wide_and_deep flags (--extra "--lr 0.1")
+  std::vector<std::string> dataset_ps_modes = {"async", "sync", "geo"};
+  std::vector<std::string> dataset_threads = {"1", "2"};
+  std::string pipe_command = "cat";
 };
 
 std::vector<std::string> SplitComma(const std::string& s) {
@@ -54,36 +68,9 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
-int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
-
-// Two namespaces joined by a veth, each end shaped to 1 Gbit; removed on destruction.
-struct Netns {
-  std::string a, b;
-  bool ok = false;
-  Netns() {
-    std::string tag = std::to_string(getpid());
-    a = "fps_a" + tag;
-    b = "fps_b" + tag;
-    std::string va = "fpsa" + tag, vb = "fpsb" + tag;
-    const std::string tbf = " root tbf rate 1gbit burst 1mb latency 100ms";
-    ok = Sh("ip netns add " + a) == 0 && Sh("ip netns add " + b) == 0 &&
-         Sh("ip link add " + va + " netns " + a + " type veth peer name " + vb + " netns " + b) == 0 &&
-         Sh("ip -n " + a + " addr add 10.231.1.1/24 dev " + va) == 0 &&
-         Sh("ip -n " + b + " addr add 10.231.1.2/24 dev " + vb) == 0 &&
-         Sh("ip -n " + a + " link set " + va + " up") == 0 && Sh("ip -n " + b + " link set " + vb + " up") == 0 &&
-         Sh("ip -n " + a + " link set lo up") == 0 && Sh("ip -n " + b + " link set lo up") == 0 &&
-         Sh("ip netns exec " + a + " tc qdisc add dev " + va + tbf) == 0 &&
-         Sh("ip netns exec " + b + " tc qdisc add dev " + vb + tbf) == 0;
-  }
-  ~Netns() {
-    Sh("ip netns del " + a);
-    Sh("ip netns del " + b);
-  }
-};
-
-nlohmann::json RunMode(const Args& a, const std::string& link, const std::string& mode, const Netns* net) {
+nlohmann::json RunMode(const Args& a, const std::string& link, const std::string& mode, const NetnsPair* net) {
   const std::string bin = std::string(FLOTILLA_BUILD_DIR) + "/bin/wide_and_deep";
-  const std::string server_ip = net ? "10.231.1.1" : "127.0.0.1";
+  const std::string server_ip = net ? net->ip_a : "127.0.0.1";
   const int base = 23000 + static_cast<int>(getpid() % 2000) * 2;
   std::string list = server_ip + ":" + std::to_string(base) + "," + server_ip + ":" + std::to_string(base + 1);
   const bool heter = mode == "heter";
@@ -146,6 +133,58 @@ nlohmann::json RunMode(const Args& a, const std::string& link, const std::string
   return r;
 }
 
+// Paddle's published distributed CTR throughput per trainer thread, and
+// Flotilla's goal on train_from_dataset: twice that.
+constexpr double kPaddleInstancesPerThread = 5000;
+constexpr double kGoalRatio = 2.0;
+
+// train_from_dataset: 1 server + 1 trainer (loopback), `threads` Hogwild
+// threads, PS mode `ps_mode`. Prints the measurement and the comparison.
+void RunDataset(const Args& a, const std::string& ps_mode, const std::string& threads) {
+  const std::string bin = std::string(FLOTILLA_BUILD_DIR) + "/bin/wide_and_deep";
+  const int port = 25000 + static_cast<int>(getpid() % 2000) * 2;
+  const std::string dir = TempDir("bench_ps_train_dataset");
+  std::vector<std::string> flags = {bin, "--mode", ps_mode, "--reader", "dataset", "--threads", threads,
+                                    "--pipe_command", a.pipe_command, "--data_dir", dir + "/data",
+                                    "--train_samples", a.train_samples, "--hidden_size", a.hidden_size,
+                                    "--k_steps", a.k_steps, "--test_samples", "5000", "--log_every", "1000000"};
+  if (ps_mode == "async") flags.insert(flags.end(), {"--max_merge_var_num", a.async_merge});
+  flags.insert(flags.end(), a.extra.begin(), a.extra.end());
+  std::vector<std::string> common = {"PADDLE_PSERVERS_IP_PORT_LIST=127.0.0.1:" + std::to_string(port),
+                                     "PADDLE_TRAINERS_NUM=1"};
+  auto server_env = common;
+  server_env.insert(server_env.end(), {"TRAINING_ROLE=PSERVER", "POD_IP=127.0.0.1", "PADDLE_PORT=" + std::to_string(port)});
+  auto worker_env = common;
+  worker_env.insert(worker_env.end(), {"TRAINING_ROLE=TRAINER", "PADDLE_TRAINER_ID=0"});
+  flotilla::testing::Process server = Spawn(flags, server_env, dir + "/server");
+  flotilla::testing::Process worker = Spawn(flags, worker_env, dir + "/worker");
+  bool ok = WaitOrKill(worker, std::chrono::seconds(600)) == 0;
+  ok = WaitOrKill(server, std::chrono::seconds(30)) == 0 && ok;
+  const nlohmann::json j = LastJson(dir + "/worker");
+  const int t = std::stoi(threads);
+  nlohmann::json r = {{"bench", "ps_train"}, {"model", "wide_and_deep"}, {"reader", "train_from_dataset"},
+                      {"link", "loopback"}, {"mode", ps_mode}, {"workers", 1}, {"servers", 1}, {"threads", t},
+                      {"pipe_command", a.pipe_command}, {"hidden_size", std::stoi(a.hidden_size)},
+                      {"train_samples", std::stoi(a.train_samples)}};
+  double per_thread = 0;
+  if (ok && j.is_object() && j.contains("samples_per_sec")) {
+    per_thread = j["samples_per_sec"].get<double>() / t;
+    r.update({{"samples_per_sec", j["samples_per_sec"]}, {"samples_per_sec_per_thread", per_thread},
+              {"auc", j["auc"]}, {"bayes_auc", j["bayes_auc"]}});
+    Sh("rm -rf " + dir);
+  } else {
+    r["error"] = "a process failed; see " + dir;
+  }
+  std::cout << r.dump() << std::endl;
+  const double ratio = per_thread / kPaddleInstancesPerThread;
+  std::cout << nlohmann::json{{"bench", "ps_train_from_dataset"}, {"mode", ps_mode}, {"threads", t},
+                              {"ratio", "flotilla/paddle"},
+                              {"peer", "Paddle's published 5,000 CTR instances/s per trainer thread"},
+                              {"value", ratio}, {"goal", ">= 2.0 (10,000 instances/s/thread)"},
+                              {"met", ratio >= kGoalRatio}}.dump()
+            << std::endl;
+}
+
 // Mode `mode` next to async: samples/s ratio and AUC gap against the goal
 // (ratio at least min_ratio, gap at most max_gap). Prints nothing unless
 // both ran and reported an AUC.
@@ -164,11 +203,11 @@ void Ratio(const std::string& link, const std::map<std::string, nlohmann::json>&
 }
 
 void RunLink(const Args& a, const std::string& link) {
-  std::unique_ptr<Netns> net;
+  std::unique_ptr<NetnsPair> net;
   if (link == "netns_1gbit") {
     std::string why = geteuid() != 0 ? "needs root for ip netns" : "";
     if (why.empty()) {
-      net = std::make_unique<Netns>();
+      net = std::make_unique<NetnsPair>("fps", 1);
       if (!net->ok) why = "cannot create namespaces/veth/tbf";
     }
     if (!why.empty()) {
@@ -178,6 +217,13 @@ void RunLink(const Args& a, const std::string& link) {
   }
   std::map<std::string, nlohmann::json> res;
   for (const auto& mode : a.modes) {
+    if (mode == "train_from_dataset") {
+      if (net) continue;  // loopback only
+      for (const auto& ps_mode : a.dataset_ps_modes) {
+        for (const auto& threads : a.dataset_threads) RunDataset(a, ps_mode, threads);
+      }
+      continue;
+    }
     res[mode] = RunMode(a, link, mode, net.get());
     std::cout << res[mode].dump() << std::endl;
   }
@@ -197,6 +243,9 @@ int main(int argc, char** argv) {
     else if (f == "--hidden_size") a.hidden_size = v;
     else if (f == "--k_steps") a.k_steps = v;
     else if (f == "--async_merge") a.async_merge = v;
+    else if (f == "--dataset_ps_modes") a.dataset_ps_modes = SplitComma(v);
+    else if (f == "--dataset_threads") a.dataset_threads = SplitComma(v);
+    else if (f == "--pipe_command") a.pipe_command = v;
     else if (f == "--extra") {
       std::stringstream words(v);
       for (std::string w; words >> w;) a.extra.push_back(w);

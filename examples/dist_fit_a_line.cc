@@ -1,8 +1,8 @@
-// Seed 000 in C++: fit_a_line trained by parameter servers through the
+// Paddle's fit_a_line in C++, trained by parameter servers through the
 // classic DistributeTranspiler.
 //
 // Every process runs this same program; its role comes from the
-// environment, either seed 000's variables
+// environment, either the classic transpiler's variables
 //   PADDLE_TRAINING_ROLE=PSERVER|TRAINER  PADDLE_PSERVER_IPS=ip,ip
 //   PADDLE_PSERVER_PORT=6174  PADDLE_TRAINERS=2  PADDLE_CURRENT_IP=ip
 //   PADDLE_TRAINER_ID=0
@@ -51,7 +51,8 @@ struct Cluster {
 
 std::string EnvEither(const char* a, const char* b) {
   if (auto v = env::Get(a)) return *v;
-  return env::Require(b, "the parameter-server role (seed 000 or flotilla launch variables)");
+  return env::Require(b, "the parameter-server role (the classic transpiler's PADDLE_TRAINING_ROLE "
+                         "variables or flotilla launch's)");
 }
 
 Cluster ReadCluster() {
@@ -138,7 +139,7 @@ int Run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"dist_fit_a_line: seed 000's linear regression on parameter servers"};
+  CLI::App app{"dist_fit_a_line: Paddle's fit_a_line linear regression on parameter servers"};
   Flags flags;
   flotilla::examples::AddFitALineFlags(app, flags);
   app.add_option("--mode", flags.mode, "sync | async | geo")->check(CLI::IsMember({"sync", "async", "geo"}));

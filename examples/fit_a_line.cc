@@ -1,4 +1,4 @@
-// Seed 000's model: linear regression of Boston house prices.
+// Paddle's fit_a_line: linear regression of Boston house prices.
 //
 //   y_predict = fc(x, 1); loss = mean(square_error_cost(y_predict, y))
 //   SGD(0.001), batch 20, shuffled with a 500-sample buffer.
@@ -81,7 +81,7 @@ int Run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fit_a_line: seed 000's linear regression on UCI housing"};
+  CLI::App app{"fit_a_line: Paddle's linear regression on UCI housing"};
   Flags flags;
   flotilla::examples::AddFitALineFlags(app, flags);
   app.add_option("--model_dir", flags.model_dir, "save an inference model here");

@@ -1,4 +1,4 @@
-// The flags of seed 000's linear regression, shared by fit_a_line (one
+// The flags of the fit_a_line linear regression, shared by fit_a_line (one
 // process) and dist_fit_a_line (parameter servers), so both train with the
 // same defaults and are compared on equal terms.
 #pragma once

@@ -1,4 +1,4 @@
-// Seed 001's model: a multi-layer perceptron classifier.
+// A multi-layer perceptron classifier (Paddle's fleet example model).
 //
 //   fc 1280 tanh → fc 1280 tanh → fc 2 softmax → cross_entropy → mean
 //   SGD(0.01), batch 128, 32 input features
@@ -99,7 +99,7 @@ int Run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"mlp: seed 001's multi-layer perceptron on a synthetic classification set"};
+  CLI::App app{"mlp: a multi-layer perceptron on a synthetic classification set"};
   Flags flags;
   app.add_option("--steps", flags.steps, "training steps (when --epochs is 0)")->check(CLI::PositiveNumber);
   app.add_option("--epochs", flags.epochs, "passes over the training set (overrides --steps)")

@@ -46,7 +46,7 @@ Net BuildNet(const ImageClassifierFlags& f, int classes) {
   return n;
 }
 
-// The learning rate of seed 001's ResNet recipe: piecewise decay by 10x
+// The learning rate of Paddle's ResNet training recipe: piecewise decay by 10x
 // at 30/60/90 epochs, or cosine over the run; optional linear warmup.
 optimizer::LearningRate Schedule(const ImageClassifierFlags& f, int64_t steps_per_epoch) {
   optimizer::LearningRate lr = f.lr;
@@ -79,7 +79,7 @@ fleet::DistributedStrategy Strategy(const ImageClassifierFlags& f) {
   s.set_sync_batch_norm(f.sync_bn);
   if (f.use_local_sgd) {
     s.set_localsgd(true);
-    s.localsgd_configs().set_k_steps(f.local_sgd_steps);
+    s.Set("localsgd_configs.k_steps", f.local_sgd_steps);
   }
   return s;
 }

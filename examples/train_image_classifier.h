@@ -1,4 +1,4 @@
-// The image-classification half of train_with_fleet: seed 001's
+// The image-classification half of train_with_fleet: Paddle's fleet example
 // `train_with_fleet.py --model=ResNet50 --data_dir=./ImageNet`, the job of
 // Paddle's image-classification train.py, data-parallel under fleet.
 #pragma once

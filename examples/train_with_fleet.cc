@@ -1,4 +1,4 @@
-// Seed 001's train_with_fleet: the single-process mlp turned into a
+// Paddle's fleet example train_with_fleet: the single-process mlp turned into a
 // data-parallel job by four additions — the fleet headers, a role and a
 // strategy, the distributed optimizer, and fleet's save.
 //
@@ -65,7 +65,7 @@ struct Flags {
   int num_threads = 3;
   int num_iteration_per_drop_scope = 30;
   bool fuse = true;
-  // Seed 001: fuse about a tenth of the gradient volume per all-reduce (this
+  // Paddle's example: fuse about a tenth of the gradient volume per all-reduce (this
   // model has 6.6 MB of gradients).
   int fuse_mb = 1;
   int fetch_frequency = 2;
@@ -248,13 +248,13 @@ fleet::DistributedStrategy MakeStrategy(const Flags& f) {
   if (!f.strategy_file.empty()) return fleet::DistributedStrategy::FromTextFile(f.strategy_file);
   fleet::DistributedStrategy s;
   s.set_nccl_comm_num(f.comm_num);
-  s.exec_strategy().set_num_threads(f.num_threads);
-  s.exec_strategy().set_num_iteration_per_drop_scope(f.num_iteration_per_drop_scope);
+  s.Set("exec_strategy.num_threads", f.num_threads);
+  s.Set("exec_strategy.num_iteration_per_drop_scope", f.num_iteration_per_drop_scope);
   s.set_fuse_all_reduce_ops(f.fuse);
   s.set_fuse_grad_size_in_MB(f.fuse_mb);
   if (f.localsgd_k > 0) {
     s.set_localsgd(true);
-    s.localsgd_configs().set_k_steps(f.localsgd_k);
+    s.Set("localsgd_configs.k_steps", f.localsgd_k);
   }
   return s;
 }
@@ -339,7 +339,7 @@ int Run(const Flags& flags) {
 // The image-classification job's own flags (Paddle's train.py names).
 void AddImageFlags(CLI::App& app, examples::ImageClassifierFlags& c) {
   c.model = "mlp";
-  app.add_option("--model", c.model, "mlp (seed 001's program), ResNet18|34|50|101|152 or LeNet");
+  app.add_option("--model", c.model, "mlp (the example's program), ResNet18|34|50|101|152 or LeNet");
   app.add_option("--data_dir", c.data_dir, "ImageNet layout: train_list.txt, val_list.txt, images");
   app.add_option("--num_epochs", c.num_epochs, "epochs")->check(CLI::PositiveNumber);
   app.add_option("--lr_strategy", c.lr_strategy, "piecewise_decay, cosine_decay or constant");
@@ -378,7 +378,7 @@ void SharedFlags(const CLI::App& app, const Flags& f, examples::ImageClassifierF
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"train_with_fleet: seed 001's mlp trained data-parallel with fleet"};
+  CLI::App app{"train_with_fleet: an mlp trained data-parallel with fleet"};
   Flags f;
   app.add_option("--steps", f.steps, "training steps")->check(CLI::PositiveNumber);
   app.add_option("--batch_size", f.batch_size, "samples per step per rank")->check(CLI::PositiveNumber);

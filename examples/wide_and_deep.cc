@@ -1,4 +1,4 @@
-// Seed 004's wide & deep CTR model trained by parameter servers through the
+// Paddle's wide & deep CTR model (PaddleRec) trained by parameter servers through the
 // Fleet PS API.
 //
 //   wide: a sparse linear part over the hashed categorical ids (an
@@ -32,9 +32,18 @@
 // workers run the fc layers (--pipeline_depth batches in flight per
 // trainer; --boundary_vars overrides where the program is cut). A heter
 // worker's last line is {"role":"heter_worker","endpoint":…}.
+// Paddle's Dataset path (--reader dataset --threads N): each worker first
+// writes its training samples as MultiSlot text files under --data_dir
+// ("13 <dense> 26 <ids> 1 <label>" per line), then trains on them with
+// io::TrainFromDataset on N Hogwild threads, reading the files through
+// --pipe_command (a QueueDataset, or an InMemoryDataset loaded before the
+// clock starts with --dataset_kind InMemoryDataset). Its JSON line adds
+// "reader", "threads" and "samples_per_sec_per_thread".
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -45,6 +54,7 @@
 #include "flotilla/common/enforce.h"
 #include "flotilla/fleet/checkpoint.h"
 #include "flotilla/fleet/fleet.h"
+#include "flotilla/io/dataset_trainer.h"
 #include "flotilla/io/datasets/ctr.h"
 #include "flotilla/ps/trainer_runtime.h"
 
@@ -93,6 +103,12 @@ struct Flags {
   int pipeline_depth = 2;
   int prefetch_batches = 2;  // GEO: batches whose rows are pulled ahead
   std::vector<std::string> boundary_vars;
+  std::string reader = "feed";  // feed | dataset
+  int threads = 1;
+  std::string data_dir = "wide_and_deep_data";
+  std::string pipe_command = "cat";
+  std::string dataset_kind = "QueueDataset";
+  bool dataset_debug = false;
 };
 
 struct Model {
@@ -169,22 +185,21 @@ nlohmann::json Evaluate(Executor& exe, const Program& test, const Model& m, cons
 
 fleet::DistributedStrategy Strategy(const Flags& f, const Model& m) {
   fleet::DistributedStrategy s;
-  auto& t = s.sparse_table_configs();
-  t.set_table_class(f.table_class);
-  t.set_memory_budget_mb(f.memory_budget_mb);
-  t.set_ssd_path(f.ssd_path);
-  t.set_admit_count(f.admit_count);
-  t.set_admit_probability(f.admit_probability);
-  t.set_delete_after_unseen_passes(f.delete_after_unseen_passes);
-  t.set_delete_threshold(f.delete_threshold);
-  if (f.click_stats) t.set_click_var(m.label.name());
+  s.Set("sparse_table_configs.table_class", f.table_class);
+  s.Set("sparse_table_configs.memory_budget_mb", f.memory_budget_mb);
+  s.Set("sparse_table_configs.ssd_path", f.ssd_path);
+  s.Set("sparse_table_configs.admit_count", f.admit_count);
+  s.Set("sparse_table_configs.admit_probability", f.admit_probability);
+  s.Set("sparse_table_configs.delete_after_unseen_passes", f.delete_after_unseen_passes);
+  s.Set("sparse_table_configs.delete_threshold", f.delete_threshold);
+  if (f.click_stats) s.Set("sparse_table_configs.click_var", m.label.name());
   s.set_a_sync(f.mode != "sync");
-  if (f.mode == "geo") s.a_sync_configs().set_k_steps(f.k_steps);
-  s.a_sync_configs().set_send_queue_size(f.send_queue_size);
-  s.a_sync_configs().set_max_merge_var_num(f.max_merge_var_num);
-  s.a_sync_configs().set_independent_recv_thread(f.independent_recv_thread);
-  s.heter_configs().set_pipeline_depth(f.pipeline_depth);
-  for (const auto& v : f.boundary_vars) s.heter_configs().add_boundary_vars(v);
+  if (f.mode == "geo") s.Set("a_sync_configs.k_steps", f.k_steps);
+  s.Set("a_sync_configs.send_queue_size", f.send_queue_size);
+  s.Set("a_sync_configs.max_merge_var_num", f.max_merge_var_num);
+  s.Set("a_sync_configs.independent_recv_thread", f.independent_recv_thread);
+  s.Set("heter_configs.pipeline_depth", f.pipeline_depth);
+  s.Set("heter_configs.boundary_vars", f.boundary_vars);
   return s;
 }
 
@@ -234,7 +249,9 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
   while (true) {
     for (std::optional<ctr::CtrBatch> n; queue.size() <= static_cast<size_t>(f.prefetch_batches);) {
       if (!(n = train.Next(f.batch_size))) break;
-      if (!queue.empty()) fleet::prefetch_sparse(Feed(m, *n));  // GEO: pulled while earlier batches compute
+      // GEO: pulled while earlier batches compute (async pulls ahead only
+      // on the dataset path, one batch ahead)
+      if (!queue.empty() && f.mode == "geo") fleet::prefetch_sparse(Feed(m, *n));
       queue.push_back(std::move(*n));
     }
     if (queue.empty()) break;
@@ -265,6 +282,78 @@ int RunWorker(const Flags& f, const Model& m, const Program& test_clone) {
   r.update({{"role", "worker"}, {"worker", fleet::worker_index()}, {"mode", f.mode},
             {"samples_per_sec", secs > 0 ? samples / secs : 0.0}, {"steps", steps}});
   if (f.passes > 1) r["shrunk_rows"] = dropped;
+  if (fleet::worker_index() == 0) std::cout << "test AUC " << r["auc"] << std::endl;
+  std::cout << r.dump() << std::endl;
+  return 0;
+}
+
+// Appends `v` and a space to `line`.
+template <typename T>
+void AppendNumber(std::string& line, T v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  line.append(buf, end);
+  line.push_back(' ');
+}
+
+// The worker's training samples as MultiSlot files (2 per thread, records
+// dealt round-robin by batch); returns their paths.
+std::vector<std::string> WriteMultiSlot(const Flags& f) {
+  const std::string dir = f.data_dir + "/worker" + std::to_string(fleet::worker_index());
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> paths;
+  std::vector<std::ofstream> out;
+  for (int p = 0; p < 2 * f.threads; ++p) {
+    paths.push_back(dir + "/part-" + std::to_string(p));
+    out.emplace_back(paths.back(), std::ios::trunc);
+    FLOTILLA_CHECK(out.back().good(), NotFound, "wide_and_deep: cannot write '", paths.back(), "'");
+  }
+  Source train(f, f.train_file, f.seed + 1 + fleet::worker_index(), f.train_samples);
+  std::string line;
+  for (size_t part = 0; auto b = train.Next(1024); part = (part + 1) % out.size()) {
+    for (int64_t r = 0; r < b->size(); ++r) {
+      line.clear();
+      AppendNumber(line, ctr::kDenseFeatures);
+      for (int64_t d = 0; d < ctr::kDenseFeatures; ++d) AppendNumber(line, b->dense.data<float>()[r * ctr::kDenseFeatures + d]);
+      AppendNumber(line, ctr::kSlots);
+      for (int64_t s = 0; s < ctr::kSlots; ++s) AppendNumber(line, b->ids.data<int64_t>()[r * ctr::kSlots + s]);
+      line += "1 ";
+      AppendNumber(line, b->label.data<float>()[r]);
+      line.back() = '\n';
+      out[part] << line;
+    }
+  }
+  return paths;
+}
+
+int RunWorkerFromDataset(const Flags& f, const Model& m, const Program& test_clone) {
+  Executor exe(CPUPlace());
+  exe.run(fleet::startup_program());
+  fleet::init_worker();
+  Program test = fleet::default_fleet().ps_transpiler()->get_test_program(test_clone);
+  io::Dataset ds(io::DatasetKindFromString(f.dataset_kind));
+  ds.SetUseVar({{m.dense.name(), io::SlotType::kFloat32, {-1, ctr::kDenseFeatures}},
+                {m.ids.name(), io::SlotType::kInt64, {-1, ctr::kSlots}},
+                {m.label.name(), io::SlotType::kFloat32, {-1, 1}}});
+  ds.SetPipeCommand(f.pipe_command);
+  ds.SetFileList(WriteMultiSlot(f));
+  ds.SetBatchSize(f.batch_size);
+  ds.SetThreadNum(f.threads);
+  if (ds.kind() == io::DatasetKind::kInMemory) ds.LoadIntoMemory();
+  io::DatasetTrainOptions opt;
+  opt.threads = f.threads;
+  opt.fetch_list = {m.loss.name()};
+  opt.fetch_info = {"loss"};
+  opt.print_period = f.log_every;
+  opt.debug = f.dataset_debug;
+  opt.on_next_feed = [](const FeedMap& next) { fleet::prefetch_sparse(next); };
+  const io::DatasetTrainStats stats = io::TrainFromDataset(fleet::main_program(), ds, nullptr, opt);
+  nlohmann::json r = Evaluate(exe, test, m, f);
+  fleet::stop_worker();
+  const double rate = stats.seconds > 0 ? static_cast<double>(stats.instances) / stats.seconds : 0.0;
+  r.update({{"role", "worker"}, {"worker", fleet::worker_index()}, {"mode", f.mode}, {"reader", "dataset"},
+            {"dataset_kind", f.dataset_kind}, {"threads", f.threads}, {"samples_per_sec", rate},
+            {"samples_per_sec_per_thread", rate / f.threads}, {"steps", stats.batches}});
   if (fleet::worker_index() == 0) std::cout << "test AUC " << r["auc"] << std::endl;
   std::cout << r.dump() << std::endl;
   return 0;
@@ -307,13 +396,14 @@ int Run(const Flags& f) {
                                             f.checkpoint_dir.empty() && f.passes == 1),
                  InvalidArgument, "wide_and_deep: --save_dir/--load_dir/--checkpoint_dir/--passes "
                  "are not available in heterogeneous jobs (the dense parameters live on the heter workers)");
+  if (f.reader == "dataset") return RunWorkerFromDataset(f, m, test_clone);
   return RunWorker(f, m, test_clone);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"wide_and_deep: seed 004's CTR model on parameter servers"};
+  CLI::App app{"wide_and_deep: the wide & deep CTR model on parameter servers"};
   Flags f;
   app.add_option("--mode", f.mode, "sync | async | geo")->check(CLI::IsMember({"sync", "async", "geo"}));
   app.add_option("--k_steps", f.k_steps, "GEO: local steps between syncs")->check(CLI::PositiveNumber);
@@ -358,6 +448,14 @@ int main(int argc, char** argv) {
   app.add_option("--pipeline_depth", f.pipeline_depth, "heter jobs: mini-batches in flight per trainer")
       ->check(CLI::PositiveNumber);
   app.add_option("--boundary_vars", f.boundary_vars, "heter jobs: variables cut between trainer and heter worker");
+  app.add_option("--reader", f.reader, "feed (batches fed by exe.run) | dataset (train_from_dataset)")
+      ->check(CLI::IsMember({"feed", "dataset"}));
+  app.add_option("--threads", f.threads, "dataset: Hogwild worker threads")->check(CLI::PositiveNumber);
+  app.add_option("--data_dir", f.data_dir, "dataset: where each worker writes its MultiSlot files");
+  app.add_option("--pipe_command", f.pipe_command, "dataset: the command each file is read through");
+  app.add_option("--dataset_kind", f.dataset_kind, "dataset: QueueDataset | InMemoryDataset")
+      ->check(CLI::IsMember({"QueueDataset", "InMemoryDataset"}));
+  app.add_flag("--dataset_debug", f.dataset_debug, "dataset: print time per op and waiting for batches");
   CLI11_PARSE(app, argc, argv);
   if (f.lr == 0) f.lr = f.mode == "async" ? 0.2f : (f.optimizer == "adagrad" ? 0.05f : 0.5f);
   return flotilla::examples::RunExample("wide_and_deep", [&] { return Run(f); });

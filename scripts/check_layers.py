@@ -3,8 +3,7 @@
 
 Usage: check_layers.py [SOURCE_DIR]   (default: the checkout holding this script)
 
-Reads the order (the ```layers block) and the exceptions (the ```exceptions
-block) from docs/layers.md, then every C++ file under src/, include/flotilla/,
+Reads the order (the ```layers block) from docs/layers.md, then every C++ file under src/, include/flotilla/,
 python/src/, tools/ and examples/. An include is one of
   "flotilla/L/file.h"  a public header of layer L: allowed at or above L;
   "L/file.h"           a private header of layer L (L a layer name): allowed
@@ -37,8 +36,7 @@ def read_rules(root):
     order = block(text, "layers")  # [name, folder]
     layers = {name: rank for rank, (name, _) in enumerate(order)}
     folders = [(folder.rstrip("/") + "/", name) for name, folder in order]
-    exceptions = {(fields[0], fields[1]) for fields in block(text, "exceptions")}
-    return layers, folders, exceptions
+    return layers, folders
 
 
 def owner(path, layers, folders):
@@ -63,8 +61,8 @@ def files(root, folders):
 
 
 def check(root):
-    layers, folders, exceptions = read_rules(root)
-    problems, count, used = [], 0, set()
+    layers, folders = read_rules(root)
+    problems, count = [], 0
     for path in files(root, folders):
         mine, public = owner(path, layers, folders)
         if mine is None:
@@ -96,9 +94,6 @@ def check(root):
             theirs = parts[0]
             if theirs not in layers:
                 continue
-            if (path, header) in exceptions:
-                used.add((path, header))
-                continue
             if public:
                 problems.append(f'{where}: includes "{header}", a private header of layer '
                                 f"{theirs}, in a public header (rule: include/flotilla/ "
@@ -107,9 +102,6 @@ def check(root):
                 problems.append(f'{where}: includes "{header}", a private header of layer '
                                 f"{theirs}, from layer {mine} (rule: another layer's "
                                 f"headers only through include/flotilla/{theirs}/; {RULES})")
-    for path, header in sorted(exceptions - used):
-        problems.append(f'{RULES}: exception "{path} {header}" matches no include (rule: '
-                        "exceptions name includes that exist)")
     return problems, count
 
 

@@ -31,7 +31,7 @@ RunResult TrainDistributed(int n, const MlpShape& shape, const DistributedStrate
                            int steps, std::function<std::string(int)> host_of = nullptr) {
   RunResult result;
   result.final_params.resize(n);
-  int k = strategy.gradient_merge() ? strategy.gradient_merge_configs().k_steps() : 1;
+  int k = strategy.gradient_merge() ? static_cast<int>(strategy.GetInt("gradient_merge_configs.k_steps")) : 1;
   int64_t chunk = kGlobalBatch / (k * n);
   std::mutex mu;
   RunRanks(n, [&](int rank, Fleet& fleet) {
@@ -72,7 +72,7 @@ Params TrainSingle(const MlpShape& shape, const Params& initial, int steps) {
 std::string ExpectEquivalent(const char* name, int n, const DistributedStrategy& strategy,
                              std::function<std::string(int)> host_of = nullptr, MlpShape shape = {}) {
   RunResult dist = TrainDistributed(n, shape, strategy, kSteps, std::move(host_of));
-  int k = strategy.gradient_merge() ? strategy.gradient_merge_configs().k_steps() : 1;
+  int k = strategy.gradient_merge() ? static_cast<int>(strategy.GetInt("gradient_merge_configs.k_steps")) : 1;
   Params single = TrainSingle(shape, dist.initial, kSteps / k);
   for (int r = 0; r < n; ++r) {
     float diff = MaxAbsDiff(dist.final_params[r], single);
@@ -112,14 +112,14 @@ TEST(FleetEquivalence, UnfusedTwoCommunicators) {
 TEST(FleetEquivalence, HierarchicalTwoHostsOfTwo) {
   DistributedStrategy s;
   s.set_use_hierarchical_allreduce(true);
-  s->set_hierarchical_allreduce_inter_nranks(2);  // ranks 0,1 on host0; 2,3 on host1
+  s.Set("hierarchical_allreduce_inter_nranks", 2);  // ranks 0,1 on host0; 2,3 on host1
   EXPECT_EQ(ExpectEquivalent("hierarchical 2x2", 4, s), "hierarchical");
 }
 
 DistributedStrategy GradientMergeK2() {
   DistributedStrategy s;
   s.set_gradient_merge(true);
-  s.gradient_merge_configs().set_k_steps(2);
+  s.Set("gradient_merge_configs.k_steps", 2);
   return s;
 }
 
@@ -149,7 +149,7 @@ TEST(FleetEquivalence, WeightDecay) {
 TEST(FleetLocalSGD, AveragesEveryKSteps) {
   DistributedStrategy s;
   s.set_localsgd(true);
-  s.localsgd_configs().set_k_steps(4);
+  s.Set("localsgd_configs.k_steps", 4);
   MlpShape shape;
   const int n = 2, steps = 20;
   std::vector<std::vector<Params>> per_step(n, std::vector<Params>(steps));

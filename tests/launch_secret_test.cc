@@ -98,7 +98,7 @@ TEST(LaunchSecret, AJobAloneGetsASecretItsStoreDemandsAndNoLogShows) {
   EXPECT_EQ(TryStore(master, token), "");
   // The launcher names each refused client and counts them in its /metrics.
   const std::string metrics = LauncherMetrics(launch.Stderr());
-  EXPECT_NE(metrics.find("flotilla_auth_refusals_total{service=\"store\"} 2"), std::string::npos)
+  EXPECT_NE(metrics.find("flotilla_auth_refusals_total{service=\"store\",reason=\"bad_secret\"} 2"), std::string::npos)
       << metrics;
   EXPECT_NE(launch.Stderr().find("(store): refused the client at 127.0.0.1:"), std::string::npos)
       << launch.Stderr();

@@ -1,7 +1,7 @@
 // The processes of the parameter-server integration tests.
 //
 //   equal  --role local|pserver|trainer ...   a small model with a sliced
-//          dense parameter and an is_sparse embedding, 20 SGD (or
+//          dense parameter and two is_sparse embeddings, 20 SGD (or
 //          --optimizer momentum) steps through
 //          the DistributeTranspiler (or locally on the combined batch); the
 //          last line is a JSON object of every parameter's values
@@ -101,7 +101,10 @@ int RunEqual(const Args& a) {
     return p;
   };
   auto emb = layers::embedding(ids, {kVocab, 4}, /*is_sparse=*/true, false, -1, attr(0.5, 11));
-  auto h = layers::fc(std::vector<Variable>{x, emb}, 16, 1, attr(0.05, 12), attr(0.1, 13), "tanh");
+  // A second table on the same ids: the trainers pull both in one
+  // ps_prefetch_sparse.
+  auto emb2 = layers::embedding(ids, {kVocab, 2}, /*is_sparse=*/true, false, -1, attr(0.5, 16));
+  auto h = layers::fc(std::vector<Variable>{x, emb, emb2}, 16, 1, attr(0.05, 12), attr(0.1, 13), "tanh");
   auto loss = layers::mean(layers::square_error_cost(layers::fc(h, 1, 1, attr(0.3, 14), attr(0.1, 15)), y));
   optimizer::LearningRate lr = a.lr;
   if (a.schedule) lr = layers::exponential_decay(a.lr, 4, 0.5f);
@@ -200,7 +203,7 @@ int RunResume(const Args& a) {
   optimizer::SGD sgd(0.05f);
   fleet::DistributedStrategy strategy;
   strategy.set_a_sync(a.mode != "sync");
-  if (a.mode == "geo") strategy.a_sync_configs().set_k_steps(10);
+  if (a.mode == "geo") strategy.Set("a_sync_configs.k_steps", 10);
   fleet::distributed_optimizer(sgd, strategy).minimize(loss);
   if (fleet::is_server()) {
     fleet::init_server(a.phase == 2 ? a.model_dir : "");

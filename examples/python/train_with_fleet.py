@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Seed 001's ``train_with_fleet.py --model=ResNet50 --data_dir=./ImageNet``
+"""Paddle's fleet example ``train_with_fleet.py --model=ResNet50 --data_dir=./ImageNet``
 against ``import flotilla``: image classification, data-parallel under
 collective fleet, with the C++ train_with_fleet's flags and output
 (per-interval loss, top-1/top-5, lr and images/s on rank 0, validation over
@@ -111,7 +111,7 @@ class Net:
 
 
 def learning_rate(args: argparse.Namespace, steps_per_epoch: int):
-    """Seed 001's ResNet recipe: piecewise decay by 10x at epochs 30/60/90,
+    """Paddle's ResNet training recipe: piecewise decay by 10x at epochs 30/60/90,
     or cosine over the run; optional linear warmup."""
     lr = args.lr
     if args.lr_strategy == "piecewise_decay":
@@ -126,7 +126,7 @@ def learning_rate(args: argparse.Namespace, steps_per_epoch: int):
 
 
 def strategy_of(args: argparse.Namespace) -> fleet.DistributedStrategy:
-    """Seed 001's collective knobs as a DistributedStrategy."""
+    """The example's collective knobs as a DistributedStrategy."""
     s = fleet.DistributedStrategy()
     s.nccl_comm_num = args.nccl_comm_num
     s.fuse_all_reduce_ops = args.fuse

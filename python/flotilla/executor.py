@@ -6,67 +6,24 @@ arrays of the variable's dtype without copying them, raises
 ``InvalidArgumentError`` (a ``ValueError``) naming the variable and both
 shapes for a feed of the wrong shape or dtype, and raises
 ``KeyboardInterrupt`` within a fraction of a second of Ctrl-C.
+
+How many times one ``exe.run`` runs a program, and how often its
+temporaries are freed, are the program's run settings
+(``Program._run_settings``, set by an ExecutionStrategy through
+``CompiledProgram.with_data_parallel`` or fleet): the C++ executor loops
+over the iterations, taking each one's batch from the feed or from a
+started DataLoader.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _core
-from .framework import Program, Scope, Variable, _scope_stack, default_main_program, global_scope
+from .framework import Program, Scope, Variable, _scope_stack, default_main_program
 from .place import CPUPlace
 
 FetchItem = Union[str, Variable]
-
-
-class _RunSettings:
-    """How ``Executor.run`` runs one program (Paddle's ExecutionStrategy):
-    ``iterations`` program runs per call, temporaries dropped every
-    ``drop_scope_every`` runs (0: kept)."""
-
-    __slots__ = ("iterations", "drop_scope_every")
-
-    def __init__(self, iterations: int, drop_scope_every: int):
-        self.iterations = iterations
-        self.drop_scope_every = drop_scope_every
-
-
-_RUN_SETTINGS: Dict[int, _RunSettings] = {}  # by Program._id
-
-
-def set_run_settings(program: Program, num_iteration_per_run: int = 1,
-                     num_iteration_per_drop_scope: int = 0) -> None:
-    """Makes every ``Executor.run(program)`` run it ``num_iteration_per_run``
-    times (each run takes the next batch from a started DataLoader; a feed
-    dict is fed to each; the fetches are the last run's) and free its
-    temporaries every ``num_iteration_per_drop_scope`` runs (0: never).
-    fleet applies a strategy's ``exec_strategy`` through this; so does
-    ``CompiledProgram.with_data_parallel(exec_strategy=...)``."""
-    for name, value, least in (("num_iteration_per_run", num_iteration_per_run, 1),
-                               ("num_iteration_per_drop_scope", num_iteration_per_drop_scope, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"ExecutionStrategy.{name} must be an int of at least {least}, got {value!r}")
-    if num_iteration_per_run == 1 and num_iteration_per_drop_scope == 0:
-        _RUN_SETTINGS.pop(program._id, None)
-    else:
-        _RUN_SETTINGS[program._id] = _RunSettings(num_iteration_per_run, num_iteration_per_drop_scope)
-
-
-def _fetch_names(fetch_list: Optional[Sequence[FetchItem]]) -> List[str]:
-    if fetch_list is None:
-        return []
-    if isinstance(fetch_list, (str, Variable)):
-        fetch_list = [fetch_list]
-    names = []
-    for item in fetch_list:
-        if isinstance(item, Variable):
-            names.append(item.name)
-        elif isinstance(item, str):
-            names.append(item)
-        else:
-            raise TypeError(f"Executor.run: fetch_list items must be Variables or names, got "
-                            f"{type(item).__name__}")
-    return names
 
 
 def _program_of(program: Any) -> Program:
@@ -80,10 +37,12 @@ def _program_of(program: Any) -> Program:
     raise TypeError(f"Executor.run: program must be a Program, got {type(program).__name__}")
 
 
-def _feed_dict(feed: Any, program: Program) -> Dict[str, Any]:
+def _feeds(feed: Any, program: Program) -> Union[Dict[str, Any], Callable[[], Dict[str, Any]]]:
+    """The feed of every iteration (a dict), or, without one, where each
+    iteration takes its batch: a started DataLoader over the program."""
     if not feed:
         from .dataloader import next_feed_for
-        return next_feed_for(program)
+        return lambda: next_feed_for(program)
     if isinstance(feed, (list, tuple)) and len(feed) == 1 and isinstance(feed[0], dict):
         return feed[0]  # a DataLoader's per-place list
     if not isinstance(feed, dict):
@@ -103,7 +62,6 @@ class Executor:
     def __init__(self, place: Optional[CPUPlace] = None):
         self.place = place if place is not None else CPUPlace()
         self._exe = _core.Executor()
-        self._runs: Dict[int, int] = {}  # runs per program with run settings
         from .distributed.fleet.paddle_flags import warn_unhonoured
         warn_unhonoured()
 
@@ -112,60 +70,154 @@ class Executor:
             fetch_var_name: str = "fetch", scope: Optional[Scope] = None,
             return_numpy: bool = True, use_program_cache: bool = True,
             use_prune: bool = False) -> List[Any]:
-        """Runs ``program`` (default: the default main program) once.
+        """Runs ``program`` (default: the default main program): once, or as
+        many times as its run settings say (``num_iteration_per_run``).
 
         Args:
             program: the program (or a CompiledProgram) to run.
             feed: ``{name: ndarray}``; without it, a started non-iterable
                 DataLoader over the program's data variables supplies the
-                batch and raises ``EOFException`` when it is exhausted.
+                batch (one per iteration) and raises ``EOFException`` when it
+                is exhausted.
             fetch_list: Variables or names whose values to return.
             scope: where persistable variables live (default: global scope).
             return_numpy: fetched values as NumPy arrays; False returns
                 :class:`flotilla._core.Tensor` objects (``np.array(t)``).
 
         Returns:
-            One value per fetched variable; arrays own their memory.
+            One value per fetched variable, of the last iteration; arrays
+            own their memory.
         """
         # The common case (a Program, a dict feed) touches nothing else:
         # exe.run's fixed cost is most of a small model's step.
         prog = program if type(program) is Program else _program_of(program)
-        if _RUN_SETTINGS and prog._id in _RUN_SETTINGS:
-            return self._run_with(_RUN_SETTINGS[prog._id], prog, feed, _fetch_names(fetch_list),
-                                  scope if scope is not None else global_scope(), return_numpy)
         if type(feed) is not dict or not feed:
-            feed = _feed_dict(feed, prog)
+            feed = _feeds(feed, prog)
         if scope is None and _scope_stack:
             scope = _scope_stack[-1]
         return self._exe._run(prog, feed, fetch_list, scope, return_numpy)
-
-    def _run_with(self, settings: _RunSettings, prog: Program, feed: Any, fetch_names: List[str],
-                  scope: Scope, return_numpy: bool) -> List[Any]:
-        out: List[Any] = []
-        for i in range(settings.iterations):
-            last = i == settings.iterations - 1
-            out = self._exe._run(prog, _feed_dict(feed, prog), fetch_names if last else [], scope, return_numpy)
-            runs = self._runs[prog._id] = self._runs.get(prog._id, 0) + 1
-            if settings.drop_scope_every and runs % settings.drop_scope_every == 0:
-                self._exe._drop_local_scope(prog, scope)
-        return out
 
     def close(self) -> None:
         """Tells every parameter server this trainer used that it has finished
         (call it on every trainer when training ends, as Paddle requires)."""
         self._exe.close()
 
-    def infer_from_dataset(self, *args: Any, **kwargs: Any) -> None:
-        """Not in Flotilla (Paddle's Dataset API)."""
-        raise NotImplementedError(
-            "Executor.infer_from_dataset (Paddle's Dataset API) is not in Flotilla yet; nearest: Executor.run "
-            "fed with the dataset's batches (dataset.dataset.feed(i)) or a DataLoader")
+    def train_from_dataset(self, program: Optional[Program] = None, dataset: Any = None,
+                           scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
+                           fetch_list: Optional[Sequence[FetchItem]] = None,
+                           fetch_info: Optional[Sequence[str]] = None, print_period: int = 100,
+                           fetch_handler: Any = None) -> None:
+        """Trains ``program`` on every batch of ``dataset`` (an InMemoryDataset
+        or QueueDataset) with ``thread`` Hogwild worker threads in C++ (0: the
+        dataset's thread number). Each worker runs the program in a scope of
+        its own over ``scope``'s shared parameters. Every ``print_period``
+        batches worker 0 prints ``batch: N, <fetch_info[i]>: <value>`` for
+        ``fetch_list``. ``fetch_handler`` (Paddle's ``FetchHandler``) is called
+        every ``period_secs`` with its variables' values in ``scope``.
+        Works in parameter-server jobs (sync, async, GEO) as ``run`` does."""
+        return self._run_from_dataset(program, dataset, scope, thread, debug, fetch_list, fetch_info,
+                                      print_period, fetch_handler, infer=False)
 
-    def train_from_dataset(self, *args: Any, **kwargs: Any) -> None:
-        """Not in Flotilla (Paddle's Dataset API)."""
-        raise NotImplementedError(
-            "Executor.train_from_dataset (Paddle's Dataset API) is not in Flotilla yet; nearest: Executor.run "
-            "fed with the dataset's batches (dataset.dataset.feed(i)) or a DataLoader")
+    def infer_from_dataset(self, program: Optional[Program] = None, dataset: Any = None,
+                           scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
+                           fetch_list: Optional[Sequence[FetchItem]] = None,
+                           fetch_info: Optional[Sequence[str]] = None, print_period: int = 100,
+                           fetch_handler: Any = None) -> None:
+        """``train_from_dataset`` without training: the program's backward,
+        optimizer and update-publishing ops are left out, so the parameters
+        are only read."""
+        return self._run_from_dataset(program, dataset, scope, thread, debug, fetch_list, fetch_info,
+                                      print_period, fetch_handler, infer=True)
+
+    def _run_from_dataset(self, program: Any, dataset: Any, scope: Optional[Scope], thread: int, debug: bool,
+                          fetch_list: Any, fetch_info: Optional[Sequence[str]], print_period: int,
+                          fetch_handler: Any, infer: bool) -> None:
+        call = "infer_from_dataset" if infer else "train_from_dataset"
+        if dataset is None:
+            raise RuntimeError(f"Executor.{call}: dataset is needed and should be initialized")
+        core_dataset = getattr(dataset, "dataset", None)
+        if not isinstance(core_dataset, _core.io.Dataset):
+            raise TypeError(f"Executor.{call}: dataset must be an InMemoryDataset or QueueDataset, "
+                            f"got {type(dataset).__name__}")
+        prog = _program_of(program)
+        if scope is None:
+            scope = _scope_stack[-1] if _scope_stack else global_scope()
+        names = _fetch_names(fetch_list)
+        info = [str(i) for i in fetch_info] if fetch_info else []
+        if info and len(info) != len(names):
+            raise ValueError(f"Executor.{call}: {len(info)} fetch_info label(s) for {len(names)} fetch_list "
+                             "variable(s)")
+        threads = int(thread) if thread and thread > 0 else int(dataset.thread_num)
+        monitor = _FetchMonitor(fetch_handler, scope) if fetch_handler is not None else None
+        try:
+            _core.io.run_from_dataset(prog, core_dataset, scope, threads, names, info, int(print_period),
+                                      bool(debug), infer)
+        finally:
+            if monitor is not None:
+                monitor.stop()
+        return None
+
+
+class FetchHandler:
+    """Paddle's ``fluid.executor.FetchHandler``: subclass it and override
+    ``handler(res_dict)``; ``train_from_dataset(fetch_handler=...)`` calls it
+    every ``period_secs`` with ``{key: value in the scope}`` for
+    ``var_dict`` (``{key: Variable or name}``; None for a variable with no
+    value yet)."""
+
+    def __init__(self, var_dict: Optional[Dict[str, Any]] = None, period_secs: float = 60):
+        assert var_dict is not None
+        self.var_dict = var_dict
+        self.period_secs = period_secs
+
+    def handler(self, res_dict: Dict[str, Any]) -> None:
+        """Prints each array's first element (Paddle's default)."""
+        import sys
+        for key, value in res_dict.items():
+            if isinstance(value, np.ndarray):
+                sys.stdout.write("{}[0]: {} ".format(key, value.reshape(-1)[0]))
+        sys.stdout.write("\n")
+
+    @staticmethod
+    def help() -> None:
+        print("class FetchHandlerExample(FetchHandler):\n"
+              "    def handler(self, res_dict):\n"
+              "        print(res_dict['auc'])\n"
+              "        print('auc: {}, {}'.format(res_dict['auc'], time.ctime()))\n\n"
+              "auc = Variable()\n"
+              "var_dict = {'auc': auc}\n"
+              "handler = FetchHandlerExample(var_dict=var_dict)\n")
+
+
+class _FetchMonitor:
+    """Calls ``handler.handler({name: value})`` every ``handler.period_secs``
+    on a thread of its own (and once at the end) with the values its
+    ``var_dict`` names in ``scope`` (Paddle's FetchHandler)."""
+
+    def __init__(self, handler: Any, scope: Scope):
+        import threading
+        self._handler, self._scope = handler, scope
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _values(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for key, var in dict(getattr(self._handler, "var_dict", {}) or {}).items():
+            name = var.name if isinstance(var, Variable) else str(var)
+            found = self._scope.find_var(name)
+            out[key] = np.array(found.get_tensor()) if found is not None and found.is_initialized() else None
+        return out
+
+    def _loop(self) -> None:
+        period = float(getattr(self._handler, "period_secs", 60))
+        while not self._stop.wait(period):
+            self._handler.handler(self._values())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._handler.handler(self._values())
 
 
 def as_numpy(value: Any) -> np.ndarray:
@@ -175,4 +227,4 @@ def as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-__all__ = ["Executor", "as_numpy", "set_run_settings"]
+__all__ = ["Executor", "FetchHandler", "as_numpy"]

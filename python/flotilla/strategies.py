@@ -8,11 +8,9 @@ applies each field or refuses it by name (see
 """
 
 import enum
-import os
 from typing import Any, Mapping, Optional
 
 from . import _core
-from .executor import set_run_settings
 from .framework import Program
 
 
@@ -63,15 +61,15 @@ def apply_execution_strategy(program: Program, fields: Mapping[str, Any]) -> Non
     - ``num_iteration_per_drop_scope``: its temporaries are freed every that
       many runs (unset: kept for the life of the executor).
 
-    The C++ strategy decides: TypeError naming a field of the wrong type,
+    The C++ core decides and applies (``fleet::ApplyExecutionStrategy``, as
+    fleet's ``minimize`` does): TypeError naming a field of the wrong type,
     InvalidArgumentError (a ValueError) naming one out of range,
-    UnimplementedError (a NotImplementedError) for ``use_thread_barrier``."""
+    UnimplementedError (a NotImplementedError) for ``use_thread_barrier``;
+    the counts become ``program._run_settings``, which the C++ executor
+    honours."""
     strategy = _core.fleet.DistributedStrategy()
     strategy._set("exec_strategy", dict(fields))
-    strategy.validate()
-    if "num_threads" in fields:
-        _core.fleet._set_compute_threads(min(fields["num_threads"], len(os.sched_getaffinity(0))))
-    set_run_settings(program, fields.get("num_iteration_per_run", 1), fields.get("num_iteration_per_drop_scope", 0))
+    _core.fleet._apply_exec_strategy(strategy, program)
 
 
 class BuildStrategy(_Settings):

@@ -5,8 +5,12 @@
 #include <pybind11/functional.h>
 
 #include "bindings.h"
+#include "flotilla/fleet/fleet.h"
 #include "flotilla/io/dataset.h"
 #include "flotilla/io/dataset_feed.h"
+#include "flotilla/io/dataset_trainer.h"
+#include "interrupt.h"
+#include "tensor.h"
 
 namespace flotilla::python {
 
@@ -74,6 +78,41 @@ void ForEachBatch(const io::Dataset& ds, const std::function<void(py::dict)>& co
   });
 }
 
+// train_from_dataset / infer_from_dataset with the GIL released; lines are
+// printed through Python's print (so redirections of sys.stdout see them).
+py::dict RunFromDataset(const Program& program, const io::Dataset& ds, Scope* scope, int threads,
+                        const std::vector<std::string>& fetch_list, const std::vector<std::string>& fetch_info,
+                        int64_t print_period, bool debug, bool infer) {
+  io::DatasetTrainOptions opt;
+  opt.threads = threads;
+  opt.fetch_list = fetch_list;
+  opt.fetch_info = fetch_info;
+  opt.print_period = print_period;
+  opt.debug = debug;
+  opt.print = [](const std::string& line) {
+    py::gil_scoped_acquire acquire;
+    py::print(line, py::arg("flush") = true);
+  };
+  // A parameter-server worker pulls the next batch's sparse rows while the
+  // current batch runs (GEO, async).
+  if (fleet::default_fleet().initialized() && fleet::is_worker()) {
+    opt.on_next_feed = [](const FeedMap& next) { fleet::prefetch_sparse(next); };
+  }
+  io::DatasetTrainStats stats;
+  {
+    Interruptible interruptible;
+    py::gil_scoped_release release;
+    stats = infer ? io::InferFromDataset(program, ds, scope, opt) : io::TrainFromDataset(program, ds, scope, opt);
+  }
+  DrainReleases();
+  py::dict out;
+  out["batches"] = stats.batches;
+  out["instances"] = stats.instances;
+  out["seconds"] = stats.seconds;
+  out["batches_per_thread"] = stats.batches_per_thread;
+  return out;
+}
+
 }  // namespace
 
 void BindDataset(py::module_& m) {
@@ -110,6 +149,11 @@ void BindDataset(py::module_& m) {
            "({slot name: Tensor}, {sequence slot name: offsets}) of batch `index`: feeds for Executor.run.")
       .def("for_each_batch", &ForEachBatch, py::arg("consume"),
            "Calls consume({slot name: (values, offsets)}) per batch (a QueueDataset streams its files).");
+  m.def("run_from_dataset", &RunFromDataset, py::arg("program"), py::arg("dataset"), py::arg("scope"),
+        py::arg("threads"), py::arg("fetch_list"), py::arg("fetch_info"), py::arg("print_period"),
+        py::arg("debug"), py::arg("infer"),
+        "Executor.train_from_dataset / infer_from_dataset in C++ (io::TrainFromDataset): `threads` Hogwild "
+        "workers over the dataset's batches; returns {batches, instances, seconds, batches_per_thread}.");
 }
 
 }  // namespace flotilla::python

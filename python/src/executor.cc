@@ -63,15 +63,38 @@ std::vector<std::string> FetchNames(const py::handle& fetch_list) {
   return names;
 }
 
-py::list Run(Executor& exe, const Program& program, const py::dict& feed, const py::handle& fetch_handles,
+// The next feed from `next` (a callable returning a dict), taken with the
+// GIL on the executor's thread.
+FeedSource FeedsFrom(const Program& program, const py::object& next) {
+  return [&program, &next] {
+    py::gil_scoped_acquire gil;
+    py::object feed = next();
+    if (!py::isinstance<py::dict>(feed)) {
+      throw py::type_error("Executor.run: the feed source must return a dict of name → array, got " +
+                           py::str(py::type::handle_of(feed).attr("__name__")).cast<std::string>());
+    }
+    return ToFeedMap(program, feed.cast<py::dict>());
+  };
+}
+
+// Runs `program` as its run settings say (C++'s Executor::Run loops over
+// the iterations); `feed` is a dict fed to every iteration, or a callable
+// giving each iteration's dict (a DataLoader's next batch).
+py::list Run(Executor& exe, const Program& program, const py::object& feed, const py::handle& fetch_handles,
              Scope* scope, bool return_numpy) {
   const std::vector<std::string> fetch_list = FetchNames(fetch_handles);
-  FeedMap feeds = ToFeedMap(program, feed);
+  const bool from_source = !py::isinstance<py::dict>(feed);
+  if (from_source && !PyCallable_Check(feed.ptr())) {
+    throw py::type_error("Executor.run: feed must be a dict of name → array, got " +
+                         py::str(py::type::handle_of(feed).attr("__name__")).cast<std::string>());
+  }
+  FeedMap feeds = from_source ? FeedMap{} : ToFeedMap(program, feed.cast<py::dict>());
   std::vector<Tensor> fetched;
   {
     Interruptible interruptible;
     py::gil_scoped_release release;
-    fetched = exe.Run(program, feeds, fetch_list, scope);
+    fetched = from_source ? exe.RunFrom(program, FeedsFrom(program, feed), fetch_list, scope)
+                          : exe.Run(program, feeds, fetch_list, scope);
     feeds.clear();
   }
   DrainReleases();
@@ -93,8 +116,10 @@ void BindExecutor(py::module_& m) {
       .def(py::init<>())
       .def("_run", &Run, py::arg("program"), py::arg("feed"), py::arg("fetch_list") = py::none(),
            py::arg("scope") = nullptr, py::arg("return_numpy") = true,
-           "Runs ``program`` once: feeds arrays by name, returns the fetched variables (None, a Variable, "
-           "a name, or a list of them). ``scope`` None: the global scope.")
+           "Runs ``program`` as its run settings say (``Program._run_settings``): ``feed`` is a dict of arrays "
+           "by name fed to each iteration, or a callable returning each iteration's dict; returns the last "
+           "iteration's fetched variables (None, a Variable, a name, or a list of them). ``scope`` None: the "
+           "global scope.")
       .def("_local_scope", &Executor::local_scope, py::arg("program"), py::arg("scope") = nullptr,
            py::return_value_policy::reference_internal,
            "The scope of ``program``'s temporaries and feeds (None before its first run).")

@@ -1,73 +1,36 @@
 // Fleet (flotilla._core.fleet): role makers, DistributedStrategy, the
 // process-wide fleet and the DistributeTranspiler. Calls that meet other
 // processes (init, barriers, servers, saves) release the GIL.
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
+#include <variant>
 
 #include "bindings.h"
 #include "tensor.h"
 #include "flotilla/common/enforce.h"
-#include "flotilla/core/math.h"
 #include "flotilla/fleet/fleet.h"
+#include "flotilla/io/dataset.h"
 
 namespace flotilla::python {
 
 namespace {
 
-namespace pb = google::protobuf;
 using fleet::DistributedStrategy;
+using fleet::StrategyFieldType;
+using fleet::StrategyValue;
 
-// The message and field `path` ("a_sync_configs.k_steps") names in `root`.
-std::pair<pb::Message*, const pb::FieldDescriptor*> Field(pb::Message& root, const std::string& path) {
-  pb::Message* msg = &root;
-  size_t start = 0;
-  while (true) {
-    size_t dot = path.find('.', start);
-    std::string name = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    const pb::FieldDescriptor* f = msg->GetDescriptor()->FindFieldByName(name);
-    FLOTILLA_ENFORCE(f != nullptr, "DistributedStrategy has no field '", path, "'");
-    if (dot == std::string::npos) return {msg, f};
-    FLOTILLA_ENFORCE(f->type() == pb::FieldDescriptor::TYPE_MESSAGE, "DistributedStrategy field '",
-                     name, "' is not a config group");
-    msg = msg->GetReflection()->MutableMessage(msg, f);
-    start = dot + 1;
-  }
+std::string Join(const std::string& group, const std::string& name) {
+  return group.empty() ? name : group + "." + name;
 }
 
-py::object GetRepeated(const pb::Message& msg, const pb::FieldDescriptor* f) {
-  const pb::Reflection* r = msg.GetReflection();
-  py::list out;
-  for (int i = 0; i < r->FieldSize(msg, f); ++i) {
-    switch (f->cpp_type()) {
-      case pb::FieldDescriptor::CPPTYPE_STRING: out.append(py::str(r->GetRepeatedString(msg, f, i))); break;
-      case pb::FieldDescriptor::CPPTYPE_FLOAT: out.append(py::float_(r->GetRepeatedFloat(msg, f, i))); break;
-      default: FLOTILLA_THROW(Internal, "DistributedStrategy field '", f->name(), "' has an unexpected type");
+// A field's value as Python's: a config group as a dict of its fields.
+py::object GetField(const DistributedStrategy& s, const std::string& path) {
+  if (DistributedStrategy::Type(path) == StrategyFieldType::kGroup) {
+    py::dict d;
+    for (const fleet::StrategyField& f : DistributedStrategy::Fields(path)) {
+      d[py::str(f.name)] = GetField(s, Join(path, f.name));
     }
+    return d;
   }
-  return out;
-}
-
-py::object GetField(DistributedStrategy& s, const std::string& path) {
-  auto [msg, f] = Field(*s.operator->(), path);
-  const pb::Reflection* r = msg->GetReflection();
-  if (f->is_repeated()) return GetRepeated(*msg, f);
-  switch (f->cpp_type()) {
-    case pb::FieldDescriptor::CPPTYPE_INT32: return py::int_(r->GetInt32(*msg, f));
-    case pb::FieldDescriptor::CPPTYPE_INT64: return py::int_(r->GetInt64(*msg, f));
-    case pb::FieldDescriptor::CPPTYPE_BOOL: return py::bool_(r->GetBool(*msg, f));
-    case pb::FieldDescriptor::CPPTYPE_FLOAT: return py::float_(r->GetFloat(*msg, f));
-    case pb::FieldDescriptor::CPPTYPE_STRING: return py::str(r->GetString(*msg, f));
-    case pb::FieldDescriptor::CPPTYPE_MESSAGE: {
-      py::dict d;
-      const pb::Message& sub = r->GetMessage(*msg, f);
-      for (int i = 0; i < sub.GetDescriptor()->field_count(); ++i) {
-        std::string name = sub.GetDescriptor()->field(i)->name();
-        d[py::str(name)] = GetField(s, path + "." + name);
-      }
-      return d;
-    }
-    default: FLOTILLA_THROW(Internal, "DistributedStrategy field '", path, "' has an unexpected type");
-  }
+  return std::visit([](const auto& v) -> py::object { return py::cast(v); }, s.Get(path));
 }
 
 // Python's types, as Paddle checks them: an int is not a bool, a float may
@@ -75,77 +38,61 @@ py::object GetField(DistributedStrategy& s, const std::string& path) {
 bool IsInt(const py::handle& v) { return py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v); }
 bool IsFloat(const py::handle& v) { return py::isinstance<py::float_>(v) || IsInt(v); }
 
-void WrongType(const std::string& path, const char* expected, const py::handle& value) {
+[[noreturn]] void WrongType(const std::string& path, const char* expected, const py::handle& value) {
   throw py::type_error("DistributedStrategy." + path + " expects " + expected + ", got " +
                        py::repr(value).cast<std::string>());
 }
 
-void SetRepeated(pb::Message* msg, const pb::FieldDescriptor* f, const std::string& path, const py::handle& value) {
-  const pb::Reflection* r = msg->GetReflection();
+template <typename T>
+std::vector<T> ListOf(const std::string& path, const py::handle& value, bool (*fits)(const py::handle&),
+                      const char* expected) {
   if (!py::isinstance<py::list>(value) && !py::isinstance<py::tuple>(value)) WrongType(path, "a list", value);
-  const bool strings = f->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING;
+  std::vector<T> out;
   for (const py::handle item : value) {
-    if (strings ? !py::isinstance<py::str>(item) : !IsFloat(item)) {
-      WrongType(path, strings ? "a list of str" : "a list of numbers", value);
-    }
+    if (!fits(item)) WrongType(path, expected, value);
+    out.push_back(item.cast<T>());
   }
-  r->ClearField(msg, f);
-  for (const py::handle item : value) {
-    if (strings) {
-      r->AddString(msg, f, item.cast<std::string>());
-    } else {
-      r->AddFloat(msg, f, item.cast<float>());
-    }
-  }
+  return out;
 }
 
-// Sets `path` to `value`; throws TypeError naming the field and the type it
-// expects (the Python strategy warns and keeps the old value, as Paddle does).
-void SetField(DistributedStrategy& s, const std::string& path, const py::handle& value) {
-  auto [msg, f] = Field(*s.operator->(), path);
-  const pb::Reflection* r = msg->GetReflection();
-  if (f->is_repeated()) return SetRepeated(msg, f, path, value);
-  switch (f->cpp_type()) {
-    case pb::FieldDescriptor::CPPTYPE_INT32:
-      if (!IsInt(value)) WrongType(path, "an int", value);
-      r->SetInt32(msg, f, value.cast<int32_t>());
-      return;
-    case pb::FieldDescriptor::CPPTYPE_INT64:
-      if (!IsInt(value)) WrongType(path, "an int", value);
-      r->SetInt64(msg, f, value.cast<int64_t>());
-      return;
-    case pb::FieldDescriptor::CPPTYPE_BOOL:
+bool IsStr(const py::handle& v) { return py::isinstance<py::str>(v); }
+
+// `value` as the C++ value of `path`'s field; TypeError naming the field
+// and the type it expects.
+StrategyValue ValueFor(const std::string& path, StrategyFieldType type, const py::handle& value) {
+  switch (type) {
+    case StrategyFieldType::kBool:
       if (!py::isinstance<py::bool_>(value)) WrongType(path, "a bool", value);
-      r->SetBool(msg, f, value.cast<bool>());
-      return;
-    case pb::FieldDescriptor::CPPTYPE_FLOAT:
+      return value.cast<bool>();
+    case StrategyFieldType::kInt:
+      if (!IsInt(value)) WrongType(path, "an int", value);
+      return value.cast<int64_t>();
+    case StrategyFieldType::kFloat:
       if (!IsFloat(value)) WrongType(path, "a number", value);
-      r->SetFloat(msg, f, value.cast<float>());
-      return;
-    case pb::FieldDescriptor::CPPTYPE_STRING:
-      if (!py::isinstance<py::str>(value)) WrongType(path, "a str", value);
-      r->SetString(msg, f, value.cast<std::string>());
-      return;
-    case pb::FieldDescriptor::CPPTYPE_MESSAGE:
-      if (!py::isinstance<py::dict>(value)) WrongType(path, "a dict of its fields", value);
-      for (auto [k, v] : value.cast<py::dict>()) SetField(s, path + "." + py::str(k).cast<std::string>(), v);
-      return;
-    default: FLOTILLA_THROW(Internal, "DistributedStrategy field '", path, "' has an unexpected type");
+      return value.cast<double>();
+    case StrategyFieldType::kString:
+      if (!IsStr(value)) WrongType(path, "a str", value);
+      return value.cast<std::string>();
+    case StrategyFieldType::kStringList: return ListOf<std::string>(path, value, IsStr, "a list of str");
+    case StrategyFieldType::kFloatList: return ListOf<double>(path, value, IsFloat, "a list of numbers");
+    case StrategyFieldType::kGroup: break;
   }
+  FLOTILLA_THROW(Internal, "DistributedStrategy.", path, " is a config group");
 }
 
-// True when `path` was given a value (a config group: any of its fields; a
-// list: any value).
-bool HasField(DistributedStrategy& s, const std::string& path) {
-  auto [msg, f] = Field(*s.operator->(), path);
-  if (f->is_repeated()) return msg->GetReflection()->FieldSize(*msg, f) > 0;
-  return msg->GetReflection()->HasField(*msg, f);
+// Sets `path` to `value` (a config group: a dict of its fields); throws
+// TypeError naming the field and the type it expects (the Python strategy
+// warns and keeps the old value, as Paddle does).
+void SetField(DistributedStrategy& s, const std::string& path, const py::handle& value) {
+  const StrategyFieldType type = DistributedStrategy::Type(path);
+  if (type != StrategyFieldType::kGroup) return s.Set(path, ValueFor(path, type, value));
+  if (!py::isinstance<py::dict>(value)) WrongType(path, "a dict of its fields", value);
+  for (auto [k, v] : value.cast<py::dict>()) SetField(s, path + "." + py::str(k).cast<std::string>(), v);
 }
 
-std::vector<std::string> FieldNames(DistributedStrategy& s) {
+std::vector<std::string> FieldNames() {
   std::vector<std::string> names;
-  const pb::Descriptor* d = s->GetDescriptor();
-  for (int i = 0; i < d->field_count(); ++i) names.push_back(d->field(i)->name());
+  for (const fleet::StrategyField& f : DistributedStrategy::Fields()) names.push_back(f.name);
   return names;
 }
 
@@ -220,8 +167,8 @@ void BindStrategy(py::module_& m) {
       .def(py::init<>())
       .def("_get", &GetField, py::arg("path"))
       .def("_set", &SetField, py::arg("path"), py::arg("value"))
-      .def("_has", &HasField, py::arg("path"))
-      .def("_fields", &FieldNames)
+      .def("_has", &DistributedStrategy::Has, py::arg("path"))
+      .def_static("_fields", &FieldNames)
       .def("to_text", &DistributedStrategy::ToText)
       .def_static("from_text", &DistributedStrategy::FromText, py::arg("text"), py::arg("what") = "strategy")
       .def("validate", &DistributedStrategy::Validate,
@@ -229,6 +176,9 @@ void BindStrategy(py::module_& m) {
       .def("_hints", &DistributedStrategy::Hints)
       .def("_new_hints", &DistributedStrategy::NewHints)
       .def("_honour_paddle_flags", &DistributedStrategy::HonourPaddleFlags);
+  m.def("_apply_exec_strategy", &fleet::ApplyExecutionStrategy, py::arg("strategy"), py::arg("program"),
+        "Validates the strategy, then applies its exec_strategy: num_threads to this process's GEMM kernels, "
+        "the iteration counts to the program's run settings.");
 }
 
 void BindFleetFunctions(py::module_& m) {
@@ -242,8 +192,6 @@ void BindFleetFunctions(py::module_& m) {
            py::arg("parameter_list") = std::vector<std::string>{},
            py::arg("no_grad_set") = std::set<std::string>{})
       .def_property_readonly("buckets", &fleet::DistributedOptimizer::buckets);
-  m.def("_set_compute_threads", &math::SetBlasThreads, py::arg("n"),
-        "Threads the executor's GEMM kernels use in this process (ExecutionStrategy.num_threads).");
   m.def("init", [](const fleet::RoleMaker& role) { fleet::init(role); }, py::arg("role_maker"), ReleaseInterruptible());
   m.def("initialized", [] { return fleet::default_fleet().initialized(); });
   m.def("role", [] { return fleet::default_fleet().role(); }, "The role the last init took (a RoleInfo).");
@@ -255,6 +203,13 @@ void BindFleetFunctions(py::module_& m) {
   m.def("worker_endpoints", &fleet::worker_endpoints);
   m.def("server_endpoints", &fleet::server_endpoints);
   m.def("barrier_worker", &fleet::barrier_worker, ReleaseInterruptible());
+  m.def("global_shuffle",
+        [](io::Dataset& ds, uint64_t seed) { fleet::default_fleet().global_shuffle(ds, seed); },
+        py::arg("dataset"), py::arg("seed"), ReleaseInterruptible(),
+        "Exchanges the InMemoryDataset's records with every other worker's through the job's store, then "
+        "shuffles them (every worker calls it).");
+  m.def("sum_over_workers", [](int64_t value) { return fleet::default_fleet().sum_over_workers(value); },
+        py::arg("value"), ReleaseInterruptible(), "The sum of `value` over every worker (each calls it).");
   m.def("distributed_optimizer",
         [](optimizer::Optimizer& opt, const DistributedStrategy& s) { return fleet::distributed_optimizer(opt, s); },
         py::arg("optimizer"), py::arg("strategy"), py::keep_alive<0, 1>());

@@ -92,6 +92,12 @@ void BindBlock(py::module_& m) {
 }
 
 void BindProgram(py::module_& m) {
+  py::class_<RunSettings>(m, "RunSettings",
+                          "How Executor.run runs a program (ExecutionStrategy); set through an "
+                          "ExecutionStrategy (CompiledProgram, fleet).")
+      .def_readonly("iterations", &RunSettings::iterations, "runs per Executor.run (num_iteration_per_run)")
+      .def_readonly("drop_scope_every", &RunSettings::drop_scope_every,
+                    "temporaries freed every that many runs; 0: kept (num_iteration_per_drop_scope)");
   py::class_<Program>(m, "Program", "A static program (Paddle's Program): blocks of ops and variables.")
       .def(py::init<>())
       .def("global_block", &Program::global_block, py::return_value_policy::reference_internal)
@@ -106,6 +112,7 @@ void BindProgram(py::module_& m) {
                   py::arg("binary_str"))
       .def_property("random_seed", &Program::random_seed, &Program::set_random_seed)
       .def_property_readonly("_id", &Program::id)
+      .def_property_readonly("_run_settings", &Program::run_settings, py::return_value_policy::copy)
       .def("to_string", [](const Program& p, bool, bool) { return p.DebugString(); },
            py::arg("throw_on_error") = true, py::arg("with_details") = false)
       .def("__str__", &Program::DebugString);

@@ -37,6 +37,13 @@ int64_t RequireInt(const std::string& name, const std::string& why) {
   return ParseInt(Require(name, why), "environment variable " + name);
 }
 
+int64_t GetIntInRange(const std::string& name, int64_t fallback, int64_t min, int64_t max,
+                      const std::string& hint) {
+  auto value = Get(name);
+  if (!value || Trim(*value).empty()) return fallback;
+  return ParseIntInRange(*value, "environment variable " + name, min, max, hint);
+}
+
 bool GetBool(const std::string& name, bool fallback) {
   auto value = Get(name);
   if (!value) return fallback;

@@ -53,6 +53,27 @@ int64_t ParseInt(std::string_view s, std::string_view what) {
   return value;
 }
 
+int64_t CheckInRange(int64_t value, std::string_view what, int64_t min, int64_t max,
+                     std::string_view hint) {
+  if (value < min || value > max) {
+    FLOTILLA_THROW(InvalidArgument, what, "=", value, " is outside ", min, "..", max,
+                   hint.empty() ? "" : " (", hint, hint.empty() ? "" : ")");
+  }
+  return value;
+}
+
+int64_t ParseIntInRange(std::string_view s, std::string_view what, int64_t min, int64_t max,
+                        std::string_view hint) {
+  std::string t = Trim(s);
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (ec == std::errc::result_out_of_range) {  // out of int64: out of any range
+    FLOTILLA_THROW(InvalidArgument, what, "=", t, " is outside ", min, "..", max,
+                   hint.empty() ? "" : " (", hint, hint.empty() ? "" : ")");
+  }
+  return CheckInRange(ParseInt(s, what), what, min, max, hint);
+}
+
 double ParseDouble(std::string_view s, std::string_view what) {
   std::string t = Trim(s);
   char* end = nullptr;
@@ -76,9 +97,8 @@ HostPort ParseHostPort(std::string_view s, std::string_view what) {
   if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']') {
     hp.host = hp.host.substr(1, hp.host.size() - 2);
   }
-  int64_t port = ParseInt(t.substr(colon + 1), std::string(what) + " port");
-  FLOTILLA_ENFORCE(port > 0 && port < 65536, what, "='", s, "' has port out of range 1..65535");
-  hp.port = static_cast<int>(port);
+  hp.port = static_cast<int>(
+      ParseIntInRange(t.substr(colon + 1), StrCat(what, " '", s, "' port"), 1, kMaxPort));
   return hp;
 }
 

@@ -7,6 +7,7 @@
 
 #include "fleet/ops/collective_ops.h"
 #include "fleet/pass_util.h"
+#include "fleet/strategy_proto.h"
 #include "flotilla/common/enforce.h"
 
 namespace flotilla::fleet {
@@ -133,7 +134,7 @@ CollectivePassResult DataParallel(Program& main, const std::vector<ParamGrad>& p
     size_t last = 0;
     for (const auto& g : result.buckets[b].vars) last = std::max(last, writer[g]);
     // A bucket finished just before the optimizer has nothing to overlap.
-    if (last + 1 == first_opt && s.proto().sync_nccl_allreduce()) ops.starts[b].Set("sync", true);
+    if (last + 1 == first_opt && StrategyProto(s).sync_nccl_allreduce()) ops.starts[b].Set("sync", true);
     inserts.emplace_back(last + 1, std::move(ops.starts[b]));
   }
   for (auto& wait : ops.waits) inserts.emplace_back(first_opt, std::move(wait));
@@ -193,7 +194,7 @@ CollectivePassResult GradientMerge(Program& main, Program& startup,
                                    const std::vector<ParamGrad>& params_grads,
                                    const DistributedStrategy& s, int ring_id) {
   Block& block = main.global_block();
-  const auto& cfg = s.gradient_merge_configs();
+  const proto::GradientMergeConfig& cfg = StrategyProto(s).gradient_merge_configs();
   std::string tag = StrCat("@fleet.gm", ring_id);
   std::vector<OpDesc> optimize = TakeOps(block, FirstGradConsumer(block, params_grads));
   std::vector<std::string> grads, accs;
@@ -236,8 +237,8 @@ CollectivePassResult LocalSGD(Program& main, Program& startup,
   std::reverse(params.begin(), params.end());  // as backward would finish them
   CollectivePassResult result{Bucketize(block, params, s)};
   AllreduceOps ops = MakeAllreduceOps(block, result.buckets, ring_id, tag, kOpRoleOptimize);
-  std::string cond = AppendStepGate(block, startup, tag, s.localsgd_configs().k_steps(),
-                                    s.localsgd_configs().begin_step());
+  std::string cond = AppendStepGate(block, startup, tag, StrategyProto(s).localsgd_configs().k_steps(),
+                                    StrategyProto(s).localsgd_configs().begin_step());
   std::vector<OpDesc> sub = std::move(ops.starts);
   for (auto& w : ops.waits) sub.push_back(std::move(w));
   AppendConditionalBlock(block, cond, tag, sub, ParamNames(params_grads));

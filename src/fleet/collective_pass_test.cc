@@ -134,10 +134,10 @@ TEST(CollectivePass, LocalSGDAndGradientMergeGateTheirWork) {
     DistributedStrategy s;
     if (localsgd) {
       s.set_localsgd(true);
-      s.localsgd_configs().set_k_steps(4);
+      s.Set("localsgd_configs.k_steps", 4);
     } else {
       s.set_gradient_merge(true);
-      s.gradient_merge_configs().set_k_steps(3);
+      s.Set("gradient_merge_configs.k_steps", 3);
     }
     ApplyCollectivePass(b->main, b->startup, b->params_grads, s, 0);
     auto types = OpTypes(b->main);

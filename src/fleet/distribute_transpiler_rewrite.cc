@@ -126,10 +126,11 @@ OpDesc WithDense(OpDesc op, const Parts& p) {
   return op.Set("dense_names", p.dense).Set("dense_row_widths", p.widths).Set(kOpRoleAttr, int32_t(kOpRoleRPC));
 }
 
-// GEO: one ps_prefetch_sparse after ps_trainer_init brings the rows of
-// every lookup of fed ids into the trainer's cache in one round trip, when
-// the step looks up two tables or more (ids the program computes are not
-// known at its start; their lookups pull for themselves).
+// One ps_prefetch_sparse after ps_trainer_init brings the rows of every
+// lookup of fed ids to the trainer in one round trip (GEO: into its cache;
+// sync, async: for this step's lookups), when the step looks up two tables
+// or more (ids the program computes are not known at its start; their
+// lookups pull for themselves).
 void AddPrefetch(Block& b) {
   std::set<std::string> computed;
   for (const auto& op : b.ops()) {
@@ -179,7 +180,7 @@ void DistributeTranspiler::RewriteTrainer(Program& main) const {
                     .Set("rpc_timeout_ms", config_.rpc_timeout_ms)
                     .Set("min_block_size", config_.min_block_size)
                     .Set("token", config_.token));
-  if (geo) AddPrefetch(b);
+  AddPrefetch(b);
   b.AppendOp(WithDense(OpDesc("ps_send"), p)
                  .In("Grad", geo ? Strings{} : p.dense_grads)
                  .In("LearningRate", geo ? Strings{} : p.dense_lrs)

@@ -136,10 +136,10 @@ TEST(DistributeTranspiler, GeoKeepsLocalDenseSgdAndStepsTheCommunicator) {
   EXPECT_EQ(n.main.global_block().op(0).Attr<int32_t>("k_steps"), 7);
 }
 
-// GEO pulls the fed ids of every lookup in one ps_prefetch_sparse right
-// after ps_trainer_init; other modes' lookups pull for themselves.
-TEST(DistributeTranspiler, GeoPrefetchesTheFedIdsOfEveryLookupInOneOp) {
-  for (const std::string mode : {"geo", "async"}) {
+// Every mode pulls the fed ids of every lookup in one ps_prefetch_sparse
+// right after ps_trainer_init.
+TEST(DistributeTranspiler, PrefetchesTheFedIdsOfEveryLookupInOneOp) {
+  for (const std::string mode : {"geo", "async", "sync"}) {
     Net n;
     optimizer::SGD sgd(0.1f);
     BuildTwoTables(n, sgd);
@@ -147,10 +147,6 @@ TEST(DistributeTranspiler, GeoPrefetchesTheFedIdsOfEveryLookupInOneOp) {
     t.transpile(0, "127.0.0.1:7001", 1, false, &n.main, &n.startup);
     auto types = OpTypes(n.main);
     EXPECT_EQ(std::count(types.begin(), types.end(), "distributed_lookup_table"), 2) << mode;
-    if (mode != "geo") {
-      EXPECT_FALSE(Has(types, "ps_prefetch_sparse")) << mode;
-      continue;
-    }
     const OpDesc& prefetch = n.main.global_block().op(1);
     ASSERT_EQ(prefetch.type, "ps_prefetch_sparse");
     EXPECT_EQ(prefetch.Inputs("Ids"), (std::vector<std::string>{"ids", "ids2"}));

@@ -3,25 +3,25 @@
 #include <algorithm>
 
 #include "fleet/collective_pass.h"
+#include "fleet/strategy_proto.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/core/math.h"
 #include "flotilla/fleet/fleet.h"
 
 namespace flotilla::fleet {
 
-namespace {
-
-// exec_strategy.num_threads, when set: the threads this process's GEMM
-// kernels use, at most the CPUs it may run on (the executor runs a
-// program's ops in order on one thread; the threads go to large kernels).
-void ApplyComputeThreads(const DistributedStrategy& strategy) {
-  if (!strategy->exec_strategy().has_num_threads()) return;
+void ApplyExecutionStrategy(const DistributedStrategy& strategy, Program& program) {
+  strategy.Validate();
+  const proto::ExecutionStrategy& exec = StrategyProto(strategy).exec_strategy();
+  program.set_run_settings({.iterations = exec.num_iteration_per_run(),
+                            .drop_scope_every = exec.has_num_iteration_per_drop_scope()
+                                                    ? exec.num_iteration_per_drop_scope()
+                                                    : 0});
+  if (!exec.has_num_threads()) return;
   cpu_set_t cpus;
   const int available = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  math::SetBlasThreads(std::min(strategy->exec_strategy().num_threads(), std::max(available, 1)));
+  math::SetBlasThreads(std::min(exec.num_threads(), std::max(available, 1)));
 }
-
-}  // namespace
 
 DistributedOptimizer::DistributedOptimizer(Fleet& fleet, optimizer::Optimizer& opt,
                                            DistributedStrategy strategy)
@@ -31,7 +31,7 @@ optimizer::MinimizeResult DistributedOptimizer::minimize(const Variable& loss, P
                                                          const std::vector<std::string>& parameter_list,
                                                          const std::set<std::string>& no_grad_set) {
   Program& start = startup != nullptr ? *startup : default_startup_program();
-  ApplyComputeThreads(strategy_);
+  ApplyExecutionStrategy(strategy_, *loss.block()->program());
   optimizer::MinimizeResult result;
   result.params_grads = opt_.backward(loss, &start, parameter_list, no_grad_set);
   result.optimize_ops = opt_.apply_gradients(result.params_grads);

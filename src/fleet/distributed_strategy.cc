@@ -12,6 +12,7 @@
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
+#include "fleet/strategy_proto.h"
 
 namespace flotilla::fleet {
 
@@ -109,24 +110,9 @@ constexpr FieldRule kRefused[] = {
      "leave it at 10 (servers apply the learning rate the trainers' program computes)"},
 };
 
-// The message and field `path` ("a_sync_configs.k_steps") names in `root`.
-std::pair<const pb::Message*, const pb::FieldDescriptor*> FieldAt(const pb::Message& root,
-                                                                  const std::string& path) {
-  const pb::Message* msg = &root;
-  size_t start = 0;
-  while (true) {
-    const size_t dot = path.find('.', start);
-    const pb::FieldDescriptor* f = msg->GetDescriptor()->FindFieldByName(path.substr(start, dot - start));
-    FLOTILLA_CHECK(f != nullptr, Internal, "DistributedStrategy has no field ", path);
-    if (dot == std::string::npos) return {msg, f};
-    msg = &msg->GetReflection()->GetMessage(*msg, f);
-    start = dot + 1;
-  }
-}
-
 // The value of a scalar or repeated field as text; empty when it holds its
 // default (explicitly set to the default counts as the default).
-std::string ValueIfChanged(const pb::Message& root, const std::string& path) {
+std::string ValueIfChanged(const proto::DistributedStrategy& root, const std::string& path) {
   auto [msg, f] = FieldAt(root, path);
   const pb::Reflection* r = msg->GetReflection();
   if (f->is_repeated()) {
@@ -153,7 +139,7 @@ std::string ValueIfChanged(const pb::Message& root, const std::string& path) {
 // Every field with a rule of `rules` set away from its default, as
 // (field, value, advice).
 template <size_t N>
-std::vector<std::array<std::string, 3>> Changed(const pb::Message& root, const FieldRule (&rules)[N]) {
+std::vector<std::array<std::string, 3>> Changed(const proto::DistributedStrategy& root, const FieldRule (&rules)[N]) {
   std::vector<std::array<std::string, 3>> out;
   for (const FieldRule& rule : rules) {
     std::string value = ValueIfChanged(root, rule.path);
@@ -163,7 +149,7 @@ std::vector<std::array<std::string, 3>> Changed(const pb::Message& root, const F
 }
 
 void CheckRanges(const DistributedStrategy& s) {
-  const proto::DistributedStrategy& p = s.proto();
+  const proto::DistributedStrategy& p = StrategyProto(s);
   CheckAtLeast(s.comm_num(), 1, "comm_num");
   CheckAtLeast(p.fuse_grad_size_in_mb(), 1, "fuse_grad_size_in_MB");
   CheckAtLeast(p.hierarchical_allreduce_inter_nranks(), 0, "hierarchical_allreduce_inter_nranks");
@@ -194,18 +180,35 @@ void CheckRanges(const DistributedStrategy& s) {
 
 }  // namespace
 
-DistributedStrategy::DistributedStrategy(proto::DistributedStrategy p) : proto_(std::move(p)) {}
+const proto::DistributedStrategy& StrategyProto(const DistributedStrategy& s) { return *s.proto_; }
+proto::DistributedStrategy& MutableStrategyProto(DistributedStrategy& s) { return *s.proto_; }
+
+DistributedStrategy::DistributedStrategy() : proto_(std::make_unique<proto::DistributedStrategy>()) {}
+DistributedStrategy::~DistributedStrategy() = default;
+DistributedStrategy::DistributedStrategy(const DistributedStrategy& other)
+    : proto_(std::make_unique<proto::DistributedStrategy>(*other.proto_)) {}
+DistributedStrategy& DistributedStrategy::operator=(const DistributedStrategy& other) {
+  if (this != &other) *proto_ = *other.proto_;
+  return *this;
+}
+DistributedStrategy::DistributedStrategy(DistributedStrategy&& other)
+    : proto_(std::make_unique<proto::DistributedStrategy>()) {
+  proto_.swap(other.proto_);
+}
+DistributedStrategy& DistributedStrategy::operator=(DistributedStrategy&& other) noexcept {
+  proto_.swap(other.proto_);
+  return *this;
+}
 
 DistributedStrategy DistributedStrategy::FromText(const std::string& text, const std::string& what) {
-  proto::DistributedStrategy p;
+  DistributedStrategy s;
   FirstError errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &p)) {
+  if (!parser.ParseFromString(text, s.proto_.get())) {
     FLOTILLA_THROW(InvalidArgument, "cannot parse ", what, " as a DistributedStrategy: ",
                    errors.message());
   }
-  DistributedStrategy s(std::move(p));
   CheckRanges(s);
   return s;
 }
@@ -216,18 +219,18 @@ DistributedStrategy DistributedStrategy::FromTextFile(const std::string& path) {
 
 std::string DistributedStrategy::ToText() const {
   std::string out;
-  google::protobuf::TextFormat::PrintToString(proto_, &out);
+  google::protobuf::TextFormat::PrintToString(*proto_, &out);
   return out;
 }
 
 int DistributedStrategy::comm_num() const {
-  if (!proto_.has_comm_num() && proto_.has_nccl_comm_num()) return proto_.nccl_comm_num();
-  return proto_.comm_num();
+  if (!proto_->has_comm_num() && proto_->has_nccl_comm_num()) return proto_->nccl_comm_num();
+  return proto_->comm_num();
 }
 
 void DistributedStrategy::Validate() const {
   CheckRanges(*this);
-  for (const auto& [field, value, nearest] : Changed(proto_, kRefused)) {
+  for (const auto& [field, value, nearest] : Changed(*proto_, kRefused)) {
     FLOTILLA_THROW(Unimplemented, "DistributedStrategy.", field, "=", value, " is not applied by Flotilla; ",
                    nearest);
   }
@@ -235,7 +238,7 @@ void DistributedStrategy::Validate() const {
 
 std::vector<std::string> DistributedStrategy::Hints() const {
   std::vector<std::string> out;
-  for (const auto& [field, value, why] : Changed(proto_, kHints)) {
+  for (const auto& [field, value, why] : Changed(*proto_, kHints)) {
     out.push_back(StrCat("DistributedStrategy.", field, "=", value, " has no effect in Flotilla: ", why));
   }
   return out;
@@ -254,15 +257,15 @@ std::vector<std::string> DistributedStrategy::NewHints() const {
 
 void DistributedStrategy::HonourPaddleFlags() {
   const char* ft = std::getenv("FLOTILLA_FAULT_TOLERANCE");
-  if (ft != nullptr && *ft != '\0' && !proto_.has_fault_tolerance()) proto_.set_fault_tolerance(ft);
+  if (ft != nullptr && *ft != '\0' && !proto_->has_fault_tolerance()) proto_->set_fault_tolerance(ft);
   const char* value = std::getenv("FLAGS_fuse_parameter_memory_size");
-  if (value == nullptr || proto_.has_fuse_grad_size_in_mb()) return;
+  if (value == nullptr || proto_->has_fuse_grad_size_in_mb()) return;
   char* end = nullptr;
   const double mb = std::strtod(value, &end);
   FLOTILLA_CHECK(end != value && *end == '\0' && mb > 0 && std::isfinite(mb) && mb <= INT32_MAX,
                  InvalidArgument, "FLAGS_fuse_parameter_memory_size='", value,
                  "' must be a positive number of MB");
-  proto_.set_fuse_grad_size_in_mb(static_cast<int32_t>(std::ceil(mb)));
+  proto_->set_fuse_grad_size_in_mb(static_cast<int32_t>(std::ceil(mb)));
 }
 
 }  // namespace flotilla::fleet

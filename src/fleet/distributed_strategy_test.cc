@@ -4,9 +4,11 @@
 
 #include <cstdlib>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "flotilla/common/error.h"
+#include "flotilla/fleet/fleet.h"
 
 namespace flotilla::fleet {
 namespace {
@@ -18,27 +20,29 @@ TEST(DistributedStrategy, PaddleDefaults) {
   EXPECT_EQ(s.fuse_grad_size_in_MB(), 32);
   EXPECT_FALSE(s.use_hierarchical_allreduce());
   EXPECT_FALSE(s.localsgd());
-  EXPECT_EQ(s.localsgd_configs().k_steps(), 1);
-  EXPECT_EQ(s.localsgd_configs().begin_step(), 1);
-  EXPECT_EQ(s.gradient_merge_configs().k_steps(), 1);
-  EXPECT_TRUE(s.gradient_merge_configs().avg());
-  EXPECT_EQ(s.a_sync_configs().k_steps(), -1);
-  EXPECT_EQ(s.a_sync_configs().send_queue_size(), 16);
-  EXPECT_EQ(s.exec_strategy().num_threads(), 1);
+  EXPECT_EQ(s.GetInt("localsgd_configs.k_steps"), 1);
+  EXPECT_EQ(s.GetInt("localsgd_configs.begin_step"), 1);
+  EXPECT_EQ(s.GetInt("gradient_merge_configs.k_steps"), 1);
+  EXPECT_TRUE(s.GetBool("gradient_merge_configs.avg"));
+  EXPECT_EQ(s.GetInt("a_sync_configs.k_steps"), -1);
+  EXPECT_EQ(s.GetInt("a_sync_configs.send_queue_size"), 16);
+  EXPECT_EQ(s.GetInt("exec_strategy.num_threads"), 1);
+  EXPECT_EQ(s.GetString("sparse_table_configs.table_class"), "memory");
+  EXPECT_FLOAT_EQ(s.GetFloat("sparse_table_configs.admit_probability"), 1.0);
   EXPECT_NO_THROW(s.Validate());
 }
 
 TEST(DistributedStrategy, PaddleStyleAccess) {
   DistributedStrategy s;
   s.set_nccl_comm_num(2);
-  s.exec_strategy().set_num_threads(3);
-  s.exec_strategy().set_num_iteration_per_drop_scope(30);
-  s->set_use_hierarchical_allreduce(true);
-  s.localsgd_configs().set_k_steps(4);
+  s.Set("exec_strategy.num_threads", 3);
+  s.Set("exec_strategy.num_iteration_per_drop_scope", 30);
+  s.Set("use_hierarchical_allreduce", true);
+  s.Set("localsgd_configs.k_steps", 4);
   EXPECT_EQ(s.comm_num(), 2);
-  EXPECT_EQ(s.exec_strategy().num_threads(), 3);
+  EXPECT_EQ(s.GetInt("exec_strategy.num_threads"), 3);
   EXPECT_TRUE(s.use_hierarchical_allreduce());
-  EXPECT_EQ(s.localsgd_configs().k_steps(), 4);
+  EXPECT_EQ(s.GetInt("localsgd_configs.k_steps"), 4);
 }
 
 TEST(DistributedStrategy, FromTextAcceptsTheOldName) {
@@ -49,10 +53,106 @@ TEST(DistributedStrategy, FromTextAcceptsTheOldName) {
   EXPECT_EQ(s.comm_num(), 2);
   EXPECT_FALSE(s.fuse_all_reduce_ops());
   EXPECT_EQ(s.fuse_grad_size_in_MB(), 16);
-  EXPECT_EQ(s.localsgd_configs().begin_step(), 10);
+  EXPECT_EQ(s.GetInt("localsgd_configs.begin_step"), 10);
   auto round = DistributedStrategy::FromText(s.ToText());
   EXPECT_EQ(round.comm_num(), 2);
-  EXPECT_EQ(round.localsgd_configs().k_steps(), 4);
+  EXPECT_EQ(round.GetInt("localsgd_configs.k_steps"), 4);
+}
+
+TEST(DistributedStrategy, FieldsByPathHoldEveryType) {
+  DistributedStrategy s;
+  EXPECT_FALSE(s.Has("a_sync_configs.k_steps"));
+  EXPECT_FALSE(s.Has("a_sync_configs"));
+  s.Set("a_sync_configs.k_steps", int64_t{8});
+  s.Set("sparse_table_configs.admit_probability", 0.25);
+  s.Set("sparse_table_configs.click_var", "click");
+  s.Set("sparse_table_configs.memory_budget_mb", int64_t{1} << 40);  // an int64 field
+  s.Set("heter_configs.boundary_vars", std::vector<std::string>{"a", "b"});
+  s.Set("dgc_configs.sparsity", std::vector<double>{0.5, 0.75});
+  s.Set("build_strategy.fuse_bn_act_ops", true);
+  EXPECT_TRUE(s.Has("a_sync_configs.k_steps"));
+  EXPECT_TRUE(s.Has("a_sync_configs"));  // a group: any field of it
+  EXPECT_EQ(std::get<int64_t>(s.Get("a_sync_configs.k_steps")), 8);
+  EXPECT_DOUBLE_EQ(s.GetFloat("sparse_table_configs.admit_probability"), 0.25);
+  EXPECT_EQ(s.GetString("sparse_table_configs.click_var"), "click");
+  EXPECT_EQ(s.GetInt("sparse_table_configs.memory_budget_mb"), int64_t{1} << 40);
+  EXPECT_EQ(s.GetStrings("heter_configs.boundary_vars"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(std::get<std::vector<double>>(s.Get("dgc_configs.sparsity")), (std::vector<double>{0.5, 0.75}));
+  s.Set("sparse_table_configs.admit_probability", 1);  // an integer for a number field
+  EXPECT_DOUBLE_EQ(s.GetFloat("sparse_table_configs.admit_probability"), 1.0);
+  // What the accessors set is what the text holds, and back.
+  DistributedStrategy round = DistributedStrategy::FromText(s.ToText());
+  EXPECT_EQ(round.GetInt("a_sync_configs.k_steps"), 8);
+  EXPECT_EQ(round.GetStrings("heter_configs.boundary_vars"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(round.GetBool("build_strategy.fuse_bn_act_ops"));
+  s.Clear("a_sync_configs.k_steps");
+  EXPECT_FALSE(s.Has("a_sync_configs.k_steps"));
+  EXPECT_EQ(s.GetInt("a_sync_configs.k_steps"), -1);
+}
+
+TEST(DistributedStrategy, FieldsByPathRefuseWhatDoesNotFitByName) {
+  DistributedStrategy s;
+  const auto message = [&](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message([&] { s.Get("a_sync_configs.no_such"); }).find("has no field 'a_sync_configs.no_such'"),
+            std::string::npos);
+  EXPECT_NE(message([&] { s.Set("comm_num.x", 1); }).find("'comm_num' is not a config group"), std::string::npos);
+  EXPECT_NE(message([&] { s.Set("comm_num", true); }).find("DistributedStrategy.comm_num holds an integer, not a bool"),
+            std::string::npos);
+  EXPECT_NE(message([&] { s.Set("a_sync", 1); }).find("a_sync holds a bool, not an integer"), std::string::npos);
+  EXPECT_NE(message([&] { s.Set("comm_num", 0.5); }).find("holds an integer, not a number"), std::string::npos);
+  EXPECT_NE(message([&] { s.Set("comm_num", int64_t{1} << 40); }).find("outside the 32-bit range"),
+            std::string::npos);
+  EXPECT_NE(message([&] { s.Set("heter_configs.boundary_vars", "x"); }).find("holds a list of strings, not a string"),
+            std::string::npos);
+  EXPECT_NE(message([&] { s.Get("exec_strategy"); }).find("is a config group"), std::string::npos);
+  EXPECT_NE(message([&] { s.GetBool("comm_num"); }).find("holds an integer, not a bool"), std::string::npos);
+  EXPECT_EQ(s.comm_num(), 1);  // nothing refused was set
+  EXPECT_FALSE(s.Has("comm_num"));
+}
+
+TEST(DistributedStrategy, FieldsListTheMessageInOrderWithTheirTypes) {
+  const std::vector<StrategyField> top = DistributedStrategy::Fields();
+  ASSERT_GE(top.size(), 20u);
+  EXPECT_EQ(top[0].name, "comm_num");
+  EXPECT_EQ(top[0].type, StrategyFieldType::kInt);
+  const auto type_of = [&](const std::string& name) {
+    for (const StrategyField& f : top) {
+      if (f.name == name) return f.type;
+    }
+    ADD_FAILURE() << name << " not listed";
+    return StrategyFieldType::kGroup;
+  };
+  EXPECT_EQ(type_of("a_sync"), StrategyFieldType::kBool);
+  EXPECT_EQ(type_of("fuse_grad_size_in_TFLOPS"), StrategyFieldType::kFloat);
+  EXPECT_EQ(type_of("a_sync_configs"), StrategyFieldType::kGroup);
+  const std::vector<StrategyField> gm = DistributedStrategy::Fields("gradient_merge_configs");
+  ASSERT_EQ(gm.size(), 2u);
+  EXPECT_EQ(gm[0].name, "k_steps");
+  EXPECT_EQ(gm[1].name, "avg");
+  EXPECT_EQ(DistributedStrategy::Type("heter_configs.boundary_vars"), StrategyFieldType::kStringList);
+  EXPECT_EQ(DistributedStrategy::Type("dgc_configs.sparsity"), StrategyFieldType::kFloatList);
+  EXPECT_EQ(DistributedStrategy::Type("sparse_table_configs.table_class"), StrategyFieldType::kString);
+  EXPECT_THROW(DistributedStrategy::Fields("comm_num"), InvalidArgument);
+}
+
+TEST(DistributedStrategy, CopiesAreIndependentAndMovedFromHoldsTheDefaults) {
+  DistributedStrategy a;
+  a.Set("localsgd_configs.k_steps", 4);
+  DistributedStrategy b = a;
+  b.Set("localsgd_configs.k_steps", 6);
+  EXPECT_EQ(a.GetInt("localsgd_configs.k_steps"), 4);
+  a = b;
+  EXPECT_EQ(a.GetInt("localsgd_configs.k_steps"), 6);
+  DistributedStrategy c = std::move(a);
+  EXPECT_EQ(c.GetInt("localsgd_configs.k_steps"), 6);
+  EXPECT_EQ(a.GetInt("localsgd_configs.k_steps"), 1);  // NOLINT(bugprone-use-after-move): documented
 }
 
 TEST(DistributedStrategy, UnknownFieldIsNamed) {
@@ -127,10 +227,10 @@ TEST(DistributedStrategy, HintsPassAndAreNamedWithWhy) {
   EXPECT_NE(hints[5].find("build_strategy.fuse_bn_act_ops=true"), std::string::npos) << hints[5];
   // Each hint once per process; the defaults give none.
   DistributedStrategy other;
-  other->set_conv_workspace_size_limit(1000);
+  other.Set("conv_workspace_size_limit", 1000);
   EXPECT_EQ(other.NewHints().size(), 1u);
   EXPECT_TRUE(other.NewHints().empty());
-  other->set_conv_workspace_size_limit(4000);
+  other.Set("conv_workspace_size_limit", 4000);
   EXPECT_TRUE(other.Hints().empty());
 }
 
@@ -161,6 +261,31 @@ TEST(DistributedStrategy, ExecStrategyCountsOutOfRangeAreNamed) {
     EXPECT_NE(std::string(e.what()).find("exec_strategy.num_iteration_per_run=0 must be at least 1"),
               std::string::npos) << e.what();
   }
+}
+
+TEST(DistributedStrategy, ExecStrategyBecomesTheProgramsRunSettings) {
+  Program program;
+  DistributedStrategy s;
+  s.Set("exec_strategy.num_iteration_per_run", 3);
+  ApplyExecutionStrategy(s, program);
+  EXPECT_EQ(program.run_settings().iterations, 3);
+  EXPECT_EQ(program.run_settings().drop_scope_every, 0);  // unset: kept, not Paddle's default 10
+  s.Set("exec_strategy.num_iteration_per_drop_scope", 5);
+  ApplyExecutionStrategy(s, program);
+  EXPECT_EQ(program.run_settings().drop_scope_every, 5);
+  ApplyExecutionStrategy(DistributedStrategy{}, program);
+  EXPECT_EQ(program.run_settings().iterations, 1);
+  EXPECT_EQ(program.run_settings().drop_scope_every, 0);
+  // Refused or out of range: named, and the program keeps its settings.
+  s.Set("exec_strategy.use_thread_barrier", true);
+  EXPECT_THROW(ApplyExecutionStrategy(s, program), Unimplemented);
+  s.Set("exec_strategy.use_thread_barrier", false);
+  s.Set("exec_strategy.num_iteration_per_run", 0);
+  EXPECT_THROW(ApplyExecutionStrategy(s, program), InvalidArgument);
+  s.Set("exec_strategy.num_iteration_per_run", 2);
+  s.Set("fetch_frequency", 2);
+  EXPECT_THROW(ApplyExecutionStrategy(s, program), Unimplemented);
+  EXPECT_EQ(program.run_settings().iterations, 1);
 }
 
 TEST(DistributedStrategy, FuseParameterMemorySizeFlagSizesBucketsUnlessTheStrategyDoes) {

@@ -137,7 +137,7 @@ void Fleet::Reset() {
   store_.reset();
   ps_.reset();
   main_ = startup_ = nullptr;
-  saves_ = store_barriers_ = groups_made_ = 0;
+  saves_ = store_barriers_ = groups_made_ = dataset_rounds_ = 0;
   role_.reset();
 }
 
@@ -195,6 +195,15 @@ std::vector<std::string> Fleet::server_endpoints() const {
   return role_->server_endpoints;
 }
 
+std::shared_ptr<comm::Store> Fleet::WorkersStore() {
+  if (store_ || role_->worker_num <= 1) return store_;
+  FLOTILLA_CHECK(!role_->store_address.empty(), InvalidArgument, "fleet: the ", role_->worker_num,
+                 " workers meet in the job's store, and none is named (set PADDLE_MASTER=host:port, as "
+                 "flotilla launch does)");
+  store_ = OpenStore(role_->store_address, options_.timeout);
+  return store_;
+}
+
 void Fleet::barrier_worker() {
   CheckInit("barrier_worker");
   if (!group_) return;
@@ -237,7 +246,7 @@ int Fleet::TrainingRing(const DistributedStrategy& strategy) {
   pg.timeout = options_.timeout;
   pg.comm_num = strategy.comm_num();
   pg.name = StrCat("fleet_dp", groups_made_++);
-  int per_host = strategy->hierarchical_allreduce_inter_nranks();
+  const int per_host = static_cast<int>(strategy.GetInt("hierarchical_allreduce_inter_nranks"));
   pg.host_id = per_host > 0 ? StrCat("host", role_->worker_index / per_host) : role_->host_id;
   training_group_options_ = pg;
   training_group_ = comm::NewProcessGroup(store_, role_->worker_index, role_->worker_num, pg);

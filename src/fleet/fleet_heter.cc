@@ -88,7 +88,7 @@ std::vector<Tensor> Fleet::heter_train_step(Executor& exe, const FeedMap& feed,
     ps::HeterClientOptions opt;
     opt.token = internal::PsToken(ps_->transpiler->config().token, "fleet::heter_train_step");
     opt.tls = TlsFilesFromEnv();
-    opt.timeout = std::chrono::milliseconds(env::GetInt("FLOTILLA_PS_TIMEOUT_MS", 120000));
+    opt.timeout = std::chrono::milliseconds(env::GetIntInRange("FLOTILLA_PS_TIMEOUT_MS", 120000, 1, kMaxTimeoutMs));
     ps_->pipeline = std::make_unique<HeterPipeline>(
         split, std::make_unique<ps::HeterClient>(endpoint, role_->worker_index, opt), ps_->pipeline_depth);
     log::Info("fleet: trainer {} hands its mini-batches to heter worker {} ({} in flight)",

@@ -5,6 +5,7 @@
 
 #include "fleet/ps/ps_ops.h"
 #include "fleet/ps_job.h"
+#include "fleet/strategy_proto.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/strings.h"
@@ -17,7 +18,7 @@ namespace {
 
 DistributeTranspilerConfig ConfigFor(const DistributedStrategy& strategy) {
   DistributeTranspilerConfig c;
-  const auto& a = strategy.a_sync_configs();
+  const proto::AsyncConfig& a = StrategyProto(strategy).a_sync_configs();
   if (!strategy.a_sync()) {
     c.mode = "sync";
   } else if (a.k_steps() > 0) {
@@ -29,7 +30,7 @@ DistributeTranspilerConfig ConfigFor(const DistributedStrategy& strategy) {
   c.max_merge_var_num = a.max_merge_var_num();
   c.send_queue_size = a.send_queue_size();
   c.independent_recv_thread = a.independent_recv_thread();
-  const auto& t = strategy.sparse_table_configs();
+  const proto::SparseTableConfigs& t = StrategyProto(strategy).sparse_table_configs();
   c.sparse.table_class = t.table_class();
   c.sparse.memory_budget_mb = t.memory_budget_mb();
   c.sparse.ssd_path = t.ssd_path();
@@ -58,10 +59,11 @@ void Fleet::TranspilePs(Program& main, Program& startup, const DistributedStrate
   ps_->transpiler->transpile(client_id, Join(role_->server_endpoints, ","), role_->worker_num + heters,
                              ps_->transpiler->config().mode == "sync", &main, &startup);
   if (heters > 0 && role_->role != Role::kServer) {
-    const auto& boundary = strategy.heter_configs().boundary_vars();
+    const proto::HeterConfigs& heter = StrategyProto(strategy).heter_configs();
+    const auto& boundary = heter.boundary_vars();
     ps_->heter = std::make_unique<HeterSplit>(
         SplitHeterProgram(main, std::vector<std::string>(boundary.begin(), boundary.end())));
-    ps_->pipeline_depth = strategy.heter_configs().pipeline_depth();
+    ps_->pipeline_depth = heter.pipeline_depth();
   }
   log::Info("fleet: {} parameter-server job, {} table(s) on {} server(s){}",
             ps_->transpiler->config().mode, ps_->transpiler->tables().size(),
@@ -140,23 +142,30 @@ int64_t Fleet::shrink() {
 void Fleet::prefetch_sparse(const FeedMap& next_feed) {
   CheckInit("prefetch_sparse");
   auto rt = ps::CurrentTrainerRuntime();
-  if (rt == nullptr || rt->geo == nullptr || main_ == nullptr) return;
+  const bool geo = rt != nullptr && rt->geo != nullptr, async = rt != nullptr && rt->async != nullptr;
+  if (!(geo || async) || main_ == nullptr) return;
   const Block& b = main_->global_block();
   if (b.op_size() < 2 || b.op(1).type != "ps_prefetch_sparse") return;
   const OpDesc& op = b.op(1);
   const auto& ids = op.Inputs("Ids");
   const auto& tables = op.Attr<std::vector<std::string>>("table_names");
   const auto& padding = op.Attr<std::vector<int64_t>>("padding_idxs");
-  std::vector<std::vector<int64_t>> keys(ids.size());
-  std::vector<ps::GeoCommunicator::TableKeys> next;
+  std::vector<const Tensor*> fed;
   for (size_t i = 0; i < ids.size(); ++i) {
     auto it = next_feed.find(ids[i]);
     FLOTILLA_CHECK(it != next_feed.end() && it->second.dtype() == DType::kInt64, InvalidArgument,
                    "fleet::prefetch_sparse: the feed needs int64 '", ids[i], "', the ids of sparse table '",
                    tables[i], "'");
-    keys[i] = internal::WithoutPadding(it->second.data<int64_t>(), it->second.numel(), padding[i]);
+    fed.push_back(&it->second);
+  }
+  if (async) return internal::PullAheadForLookups(tables, fed, padding);
+  std::vector<std::vector<int64_t>> keys(ids.size());
+  std::vector<ps::GeoCommunicator::TableKeys> next;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    keys[i] = internal::WithoutPadding(fed[i]->data<int64_t>(), fed[i]->numel(), padding[i]);
     next.push_back({tables[i], keys[i]});
   }
+  std::lock_guard<std::mutex> lock(internal::GeoMutex());
   rt->geo->PrefetchNext(next);
 }
 

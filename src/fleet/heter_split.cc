@@ -123,6 +123,10 @@ void ClassifyRest(const Block& b, Plan& plan) {
       plan.side[i] = Side::kBoth;
       continue;
     }
+    if (op.type == "ps_prefetch_sparse") {  // for the trainer's lookups
+      plan.side[i] = Side::kSparse;
+      continue;
+    }
     if (op.type == "ps_recv") {
       plan.side[i] = Side::kDense;
       continue;
@@ -203,7 +207,8 @@ HeterSplit SplitHeterProgram(const Program& program, const Strings& boundary) {
   HeterSplit s;
   const size_t first_backward = [&] {
     for (size_t i = 0; i < b.op_size(); ++i) {
-      if (!IsForward(b.op(i)) && b.op(i).type != "ps_trainer_init") return i;
+      const std::string& type = b.op(i).type;
+      if (!IsForward(b.op(i)) && type != "ps_trainer_init" && type != "ps_prefetch_sparse") return i;
     }
     return b.op_size();
   }();

@@ -75,7 +75,7 @@ void MPISymetricRoleMaker::UseParameterServerLayout() {
                  "server and one worker per node, so it needs an even number of ranks; OMPI_COMM_WORLD_SIZE=",
                  ranks);
   const std::chrono::milliseconds timeout{
-      1000 * env::GetInt("FLOTILLA_RENDEZVOUS_TIMEOUT", 120)};
+      1000 * env::GetIntInRange("FLOTILLA_RENDEZVOUS_TIMEOUT", 120, 1, kMaxTimeoutMs / 1000)};
   comm::PrefixStore store("mpi_ps", OpenRankStore(info_.store_address, timeout));
   info_.is_collective = false;
   info_.worker_num = ranks / 2;

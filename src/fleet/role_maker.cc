@@ -20,10 +20,8 @@ std::vector<std::string> ReadEndpoints(const std::string& var) {
 }
 
 int ReadCount(const std::string& var, const std::string& why) {
-  int64_t n = env::RequireInt(var, why);
-  FLOTILLA_CHECK(n >= 1, InvalidArgument, "environment variable ", var, "=", n,
-                 " must be at least 1");
-  return static_cast<int>(n);
+  const int64_t n = env::RequireInt(var, why);
+  return static_cast<int>(CheckInRange(n, "environment variable " + var, 1, INT32_MAX));
 }
 
 int ReadIndex(const std::string& var, int limit, const std::string& limit_var,
@@ -166,7 +164,9 @@ void PaddleCloudRoleMaker::ReadParameterServer() {
   info_.role = heter ? Role::kHeterWorker : Role::kServer;
   info_.worker_index = -1;
   std::string ip = env::Require("POD_IP", kWhyCloud);
-  int64_t port = env::RequireInt("PADDLE_PORT", kWhyCloud);
+  const int64_t port =
+      CheckInRange(env::RequireInt("PADDLE_PORT", kWhyCloud), "environment variable PADDLE_PORT",
+                   1, kMaxPort);
   info_.current_endpoint = StrCat(ip, ":", port);
   const auto& list = heter ? info_.heter_endpoints : info_.server_endpoints;
   int& index = heter ? info_.heter_index : info_.server_index;

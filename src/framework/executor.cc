@@ -217,11 +217,53 @@ Tensor FetchValue(const ScopeVar* v, const std::string& name) {
 std::vector<Tensor> Executor::Run(const Program& program, const FeedMap& feed,
                                   const std::vector<std::string>& fetch_list, Scope* scope) {
   Scope& s = scope != nullptr ? *scope : global_scope();
-  const Block& block = program.global_block();
-  for (const auto& [name, value] : feed) CheckFeed(block, name, value);
+  const RunSettings& settings = program.run_settings();
+  if (settings.iterations == 1 && settings.drop_scope_every == 0) return RunOnce(program, feed, fetch_list, s);
+  return RunIterations(program, [&feed](int) -> const FeedMap& { return feed; }, fetch_list, s);
+}
+
+std::vector<Tensor> Executor::RunFrom(const Program& program, const FeedSource& next_feed,
+                                      const std::vector<std::string>& fetch_list, Scope* scope) {
+  FeedMap feed;
+  return RunIterations(
+      program,
+      [&](int) -> const FeedMap& {
+        feed = next_feed();
+        return feed;
+      },
+      fetch_list, scope != nullptr ? *scope : global_scope());
+}
+
+namespace {
+
+void CheckFetches(const Block& block, const std::vector<std::string>& fetch_list) {
   for (const auto& name : fetch_list) {
     if (!block.FindVar(name)) FLOTILLA_THROW(NotFound, "fetch '", name, "' is not a variable of the program");
   }
+}
+
+}  // namespace
+
+std::vector<Tensor> Executor::RunIterations(const Program& program,
+                                            const std::function<const FeedMap&(int)>& feed_for,
+                                            const std::vector<std::string>& fetch_list, Scope& scope) {
+  const RunSettings settings = program.run_settings();
+  CheckFetches(program.global_block(), fetch_list);  // before any run changes the parameters
+  std::vector<Tensor> out;
+  for (int i = 0; i < settings.iterations; ++i) {
+    const bool last = i + 1 == settings.iterations;
+    out = RunOnce(program, feed_for(i), last ? fetch_list : std::vector<std::string>{}, scope);
+    const int64_t runs = cache_.at({program.id(), scope.id()})->runs;
+    if (settings.drop_scope_every > 0 && runs % settings.drop_scope_every == 0) DropLocalScope(program, &scope);
+  }
+  return out;
+}
+
+std::vector<Tensor> Executor::RunOnce(const Program& program, const FeedMap& feed,
+                                      const std::vector<std::string>& fetch_list, Scope& s) {
+  const Block& block = program.global_block();
+  for (const auto& [name, value] : feed) CheckFeed(block, name, value);
+  CheckFetches(block, fetch_list);
   Prepared& p = Prepare(program, s);
   CheckFeedsPresent(p.data_inputs, feed);
   for (const auto& [name, value] : feed) p.local->FindVar(name)->GetMutableTensor()->ShareDataWith(value);

@@ -126,7 +126,8 @@ Program::Program(Program&& other) noexcept
     : blocks_(std::move(other.blocks_)),
       id_(next_program_id++),
       version_(other.version_),
-      random_seed_(other.random_seed_) {
+      random_seed_(other.random_seed_),
+      run_settings_(other.run_settings_) {
   Relink();
   other.blocks_.push_back(std::make_unique<Block>(&other, 0, -1));
 }
@@ -137,6 +138,7 @@ Program& Program::operator=(Program&& other) noexcept {
   id_ = next_program_id++;
   version_ = other.version_ + 1;
   random_seed_ = other.random_seed_;
+  run_settings_ = other.run_settings_;
   Relink();
   other.blocks_.clear();
   other.blocks_.push_back(std::make_unique<Block>(&other, 0, -1));
@@ -167,6 +169,14 @@ void CopyBlock(const Block& from, Block& to, bool for_test) {
 }
 
 }  // namespace
+
+void Program::set_run_settings(RunSettings settings) {
+  FLOTILLA_CHECK(settings.iterations >= 1, InvalidArgument, "ExecutionStrategy.num_iteration_per_run=",
+                 settings.iterations, " must be at least 1");
+  FLOTILLA_CHECK(settings.drop_scope_every >= 0, InvalidArgument, "ExecutionStrategy.num_iteration_per_drop_scope=",
+                 settings.drop_scope_every, " must be at least 0");
+  run_settings_ = settings;
+}
 
 Program Program::Clone(bool for_test) const {
   Program copy;

@@ -164,13 +164,20 @@ void Dataset::ForEachBatch(const std::function<void(const SlotColumns&)>& consum
   const MultiSlotParser parser(slots_, parser_options_);
   std::mutex consume_mutex;
   ParallelFor(int64_t(files_.size()), threads_, [&](int64_t i) {
+    // Whole batches go out as soon as they are parsed; the rest waits for
+    // the next chunk, or the end of the file.
+    auto send = [&](SlotColumns* parsed, int64_t least) {
+      int64_t begin = 0;
+      for (; parsed->records() - begin >= least && parsed->records() > begin; begin += batch_size_) {
+        SlotColumns batch = Slice(*parsed, begin, std::min(begin + batch_size_, parsed->records()));
+        std::lock_guard<std::mutex> lock(consume_mutex);
+        consume(batch);
+      }
+      if (begin > 0) *parsed = Slice(*parsed, std::min(begin, parsed->records()), parsed->records());
+    };
     SlotColumns file(slots_);
-    ParseThroughPipe(parser, files_[i], pipe_command_, &file);
-    for (int64_t begin = 0; begin < file.records(); begin += batch_size_) {
-      SlotColumns batch = Slice(file, begin, std::min(begin + batch_size_, file.records()));
-      std::lock_guard<std::mutex> lock(consume_mutex);
-      consume(batch);
-    }
+    ParseThroughPipe(parser, files_[i], pipe_command_, &file, [&](SlotColumns* parsed) { send(parsed, batch_size_); });
+    send(&file, 1);
   });
 }
 

@@ -39,7 +39,7 @@ SlotFeeds ToFeeds(const SlotColumns& batch) {
     const SlotSpec& spec = batch.specs[s];
     const SlotValues& values = batch.slots[s];
     if (spec.dense_shape.empty()) {
-      feeds.tensors[spec.name] = ValuesTensor(spec, values, {values.offsets.back(), 1});
+      feeds.tensors[spec.name] = ValuesTensor(spec, values, {values.offsets.back(), 1}).set_lod({values.offsets});
       feeds.offsets[spec.name] = values.offsets;
     } else {
       feeds.tensors[spec.name] = ValuesTensor(spec, values, DenseDims(spec, values, records));

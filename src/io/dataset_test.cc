@@ -7,8 +7,10 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "flotilla/comm/hash_store.h"
 #include "flotilla/common/error.h"
 #include "flotilla/io/dataset_feed.h"
 
@@ -109,6 +111,54 @@ TEST_F(DatasetTest, PipeCommandPerFileShuffleBatchesAndRelease) {
   EXPECT_EQ(ds.BatchCount(), 0);
 }
 
+// Trainers as threads over one in-memory store: every record ends up on
+// exactly one trainer, records move between trainers, labels stay with
+// their ids; a second round works with the keys of the first gone.
+TEST_F(DatasetTest, GlobalShuffleExchangesRecordsBetweenTrainers) {
+  for (int world : {1, 2, 3}) {
+    comm::HashStore store;
+    std::vector<std::unique_ptr<Dataset>> trainers;
+    for (int r = 0; r < world; ++r) {
+      trainers.push_back(std::make_unique<Dataset>(DatasetKind::kInMemory));
+      trainers[r]->SetUseVar(Slots());
+      trainers[r]->SetFileList({Write("part-" + std::to_string(r), r * 1000, 40 + r)});
+      trainers[r]->LoadIntoMemory();
+    }
+    for (const std::string round : {"shuffle/0", "shuffle/1"}) {
+      std::vector<std::thread> threads;
+      for (int r = 0; r < world; ++r) {
+        threads.emplace_back([&, r] { trainers[r]->GlobalShuffle(store, r, world, 5, round); });
+      }
+      for (std::thread& t : threads) t.join();
+      std::multiset<int64_t> all;
+      bool moved = false;
+      for (int r = 0; r < world; ++r) {
+        const SlotColumns& c = trainers[r]->records();
+        for (int64_t i = 0; i < c.records(); ++i) {
+          const int64_t id = c.slots[0].int64s[c.slots[0].offsets[i]];
+          EXPECT_EQ(c.slots[1].int64s[i], id % 2);
+          moved = moved || id / 1000 != r;
+        }
+        const std::multiset<int64_t> ids = FirstIds(c);
+        all.insert(ids.begin(), ids.end());
+        EXPECT_EQ(trainers[r]->ShuffleDataSize(), c.records());
+      }
+      std::multiset<int64_t> expected;
+      for (int r = 0; r < world; ++r) {
+        for (int i = 0; i < 40 + r; ++i) expected.insert(r * 1000 + i);
+      }
+      EXPECT_EQ(all, expected) << world << " trainers, " << round;
+      EXPECT_EQ(moved, world > 1) << world << " trainers, " << round;
+      for (int r = 0; r < world; ++r) {
+        for (int f = 0; f < world; ++f) EXPECT_FALSE(store.check({round + "/" + std::to_string(f) + "->" + std::to_string(r)}));
+      }
+    }
+  }
+  Dataset queue(DatasetKind::kQueue);
+  comm::HashStore store;
+  EXPECT_THROW(queue.GlobalShuffle(store, 0, 1, 1, "q"), InvalidArgument);
+}
+
 TEST_F(DatasetTest, PreloadThenWait) {
   Dataset ds(DatasetKind::kInMemory);
   ds.SetUseVar(Slots());
@@ -185,6 +235,29 @@ TEST_F(DatasetTest, QueueDatasetStreamsBatches) {
   EXPECT_THROW(ds.LoadIntoMemory(), InvalidArgument);
   EXPECT_THROW(ds.LocalShuffle(1), InvalidArgument);
   EXPECT_THROW(DatasetKindFromString("BoxPSDataset"), InvalidArgument);
+}
+
+// A file of several 1 MiB read chunks (through a pipe command too): the
+// batches stream out as parsed, in file order, all full but the last.
+TEST_F(DatasetTest, QueueBatchesStreamAcrossReadChunks) {
+  const std::string big = Write("big", 0, 120000);  // ~2.6 MB
+  for (const std::string command : {"cat", "sed 's/^/1 7 /'"}) {
+    Dataset ds(DatasetKind::kQueue);
+    ds.SetUseVar(command == "cat" ? Slots() : std::vector<SlotSpec>{{"tag"}, {"ids"}, {"label"}});
+    ds.SetPipeCommand(command);
+    ds.SetFileList({big});
+    ds.SetBatchSize(1000 + 7);
+    int64_t next = 0, batches = 0, short_batches = 0;
+    ds.ForEachBatch([&](const SlotColumns& batch) {
+      ++batches;
+      short_batches += batch.records() < 1007;
+      const SlotValues& ids = batch.slots[command == "cat" ? 0 : 1];
+      for (int64_t r = 0; r < batch.records(); ++r) EXPECT_EQ(ids.int64s[ids.offsets[r]], next++);
+    });
+    EXPECT_EQ(next, 120000) << command;
+    EXPECT_EQ(batches, (120000 + 1006) / 1007) << command;
+    EXPECT_EQ(short_batches, 1) << command;
+  }
 }
 
 TEST_F(DatasetTest, SettingsAreChecked) {

@@ -228,9 +228,10 @@ int64_t MultiSlotParser::ParseText(std::string_view text, std::string_view sourc
   return lines;
 }
 
-int64_t MultiSlotParser::ParseFd(int fd, std::string_view source, SlotColumns* out) const {
+int64_t MultiSlotParser::ParseFd(int fd, std::string_view source, SlotColumns* out,
+                                 const ChunkSink& on_chunk) const {
   constexpr size_t kChunk = 1 << 20;
-  const int64_t before = out->records();
+  int64_t parsed = 0;
   std::string buffer;
   int64_t next_line = 1;
   std::vector<char> chunk(kChunk);
@@ -242,11 +243,17 @@ int64_t MultiSlotParser::ParseFd(int fd, std::string_view source, SlotColumns* o
     buffer.append(chunk.data(), static_cast<size_t>(n));
     const size_t last_newline = buffer.rfind('\n');
     if (last_newline == std::string::npos) continue;
+    const int64_t before = out->records();
     next_line += ParseText(std::string_view(buffer).substr(0, last_newline + 1), source, next_line, out);
+    parsed += out->records() - before;
     buffer.erase(0, last_newline + 1);
+    if (on_chunk) on_chunk(out);
   }
+  const int64_t before = out->records();
   ParseText(buffer, source, next_line, out);
-  return out->records() - before;
+  parsed += out->records() - before;
+  if (on_chunk) on_chunk(out);
+  return parsed;
 }
 
 }  // namespace flotilla::io

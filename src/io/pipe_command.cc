@@ -123,10 +123,10 @@ std::string CommandFailure(const std::string& command, const std::string& path, 
 }  // namespace
 
 int64_t ParseThroughPipe(const MultiSlotParser& parser, const std::string& path, const std::string& command,
-                         SlotColumns* out) {
+                         SlotColumns* out, const MultiSlotParser::ChunkSink& on_chunk) {
   if (command.empty() || command == "cat") {
     Fd file(OpenForReading(path));
-    return parser.ParseFd(file.get(), path, out);
+    return parser.ParseFd(file.get(), path, out, on_chunk);
   }
   { Fd probe(OpenForReading(path)); }  // a missing file is NotFound, not a shell error
   int out_pipe[2], err_pipe[2];
@@ -142,7 +142,7 @@ int64_t ParseThroughPipe(const MultiSlotParser& parser, const std::string& path,
   const std::string source = StrCat(path, " (via '", command, "')");
   int64_t records = 0;
   try {
-    records = parser.ParseFd(out_read.get(), source, out);
+    records = parser.ParseFd(out_read.get(), source, out, on_chunk);
   } catch (const Corruption& e) {
     // Stop reading: the command dies of SIGPIPE on its next write, or is
     // killed. When it had failed on its own (a reader crashing mid-line),

@@ -16,8 +16,9 @@ namespace flotilla::io {
 // for a malformed output line (the command is then stopped), and Unavailable
 // naming the exit status (or signal) and the tail of stderr when the
 // command fails — also when it failed on its own and its cut output then
-// failed to parse. Safe to call from several threads at once.
+// failed to parse. Safe to call from several threads at once. `on_chunk`:
+// as MultiSlotParser::ParseFd's (streaming records as they are parsed).
 int64_t ParseThroughPipe(const MultiSlotParser& parser, const std::string& path, const std::string& command,
-                         SlotColumns* out);
+                         SlotColumns* out, const MultiSlotParser::ChunkSink& on_chunk = {});
 
 }  // namespace flotilla::io

@@ -48,8 +48,8 @@ std::pair<std::string, int> ParseAddress(const std::string& text, const char* wh
   const std::string host = colon == std::string::npos || colon == 0 ? "127.0.0.1"
                                                                     : text.substr(0, colon);
   const std::string port = colon == std::string::npos ? text : text.substr(colon + 1);
-  const int64_t p = ParseInt(port, StrCat(what, " '", text, "' (expected [HOST]:PORT)"));
-  FLOTILLA_ENFORCE(p >= 0 && p < 65536, what, " port ", p, " is outside [0, 65535]");
+  const int64_t p = ParseIntInRange(port, StrCat(what, " '", text, "' (expected [HOST]:PORT) port"),
+                                    0, kMaxPort, "0: any free port");
   return {host, static_cast<int>(p)};
 }
 

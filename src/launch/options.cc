@@ -1,5 +1,7 @@
 #include "flotilla/launch/options.h"
 
+#include <algorithm>
+
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
 #include "flotilla/common/strings.h"
@@ -38,6 +40,11 @@ bool HasElasticOptions(const LaunchOptions& o) {
 
 namespace {
 
+// Processes of one role on one node: far more than any machine runs, far
+// fewer than would exhaust memory planning them.
+constexpr int64_t kMaxProcsPerNode = 4096;
+constexpr int64_t kMaxNodes = 1 << 20;
+
 void RejectUnsupported(const LaunchOptions& o) {
   if (HasElasticOptions(o) && o.elastic_server.empty()) {
     FLOTILLA_THROW(InvalidArgument, "--np/--scale/--force belong to elastic jobs and need "
@@ -50,7 +57,30 @@ void RejectUnsupported(const LaunchOptions& o) {
 
 }  // namespace
 
+void CheckRanges(const LaunchOptions& o) {
+  CheckInRange(o.nproc_per_node, "--nproc_per_node (PADDLE_NPROC_PER_NODE)", 0,
+               kMaxProcsPerNode, "0: one per device, or 1");
+  CheckInRange(o.started_port, "--started_port (PADDLE_START_PORT)", 0, kMaxPort,
+               "0: free ports held by the launcher");
+  if (o.started_port > 0) {
+    CheckInRange(int64_t{o.started_port} + std::max(o.nproc_per_node, 1) - 1,
+                 "the last trainer port (--started_port + --nproc_per_node - 1)", 1,
+                 kMaxPort);
+  }
+  CheckInRange(o.master_port, "--master_port (PADDLE_MASTER_PORT)", 0, kMaxPort, "0: the default");
+  CheckInRange(o.nnodes, "--nnodes (PADDLE_NNODES)", 0, kMaxNodes, "0: the number of --ips");
+  CheckInRange(o.node_rank, "--rank (PADDLE_RANK)", -1, kMaxNodes - 1, "-1: in order of arrival");
+  CheckInRange(o.server_num, "--server_num (PADDLE_SERVER_NUM)", 0, kMaxProcsPerNode);
+  CheckInRange(o.worker_num, "--worker_num (PADDLE_TRAINER_NUM)", 0, kMaxProcsPerNode);
+  CheckInRange(o.heter_worker_num, "--heter_worker_num", 0, kMaxProcsPerNode);
+  CheckInRange(o.http_port, "--http_port (PADDLE_GLOO_PORT)", 0, kMaxPort, "0: any free port");
+  CheckInRange(o.scale, "--scale (PADDLE_ELASTIC_SCALE)", 0, kMaxNodes, "0: not a scaling command");
+  CheckInRange(o.timeline_max_mb, "--timeline_max_mb", 0, 1 << 20, "0: no bound");
+  CheckInRange(o.metrics_port, "--metrics_port", -1, kMaxPort, "-1: none, 0: any free port");
+}
+
 RunMode SelectRunMode(const LaunchOptions& o) {
+  CheckRanges(o);
   RejectUnsupported(o);
   const std::string mode = Trim(o.run_mode);
   // A heterogeneous job is a ps job with heter workers.
@@ -77,7 +107,9 @@ void ApplyPaddleCloudEnv(LaunchOptions& o) {
   // PADDLE_PORT is the first port the platform reserved for the job.
   if (auto trainers = env::Get("PADDLE_TRAINERS")) o.ips = *trainers;
   if (auto pod_ip = env::Get("POD_IP")) o.host = *pod_ip;
-  if (o.started_port == 0) o.started_port = static_cast<int>(env::GetInt("PADDLE_PORT", 0));
+  if (o.started_port == 0) {
+    o.started_port = static_cast<int>(env::GetIntInRange("PADDLE_PORT", 0, 1, kMaxPort));
+  }
 }
 
 namespace {

@@ -1,5 +1,8 @@
 #include "ps/credentials.h"
 
+#include <grpcpp/create_channel.h>
+#include <grpcpp/support/channel_arguments.h>
+
 #include "flotilla/common/enforce.h"
 
 namespace flotilla::ps {
@@ -27,6 +30,16 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TlsFiles& tls
     options.pem_private_key = ReadPemFile(tls.key, kTlsKeyEnv);
   }
   return grpc::SslCredentials(options);
+}
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& endpoint, const TlsFiles& tls, int max_message_bytes) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(max_message_bytes);
+  args.SetMaxSendMessageSize(max_message_bytes);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(endpoint, ChannelCredentials(tls), args);
 }
 
 }  // namespace flotilla::ps

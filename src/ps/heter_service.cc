@@ -191,17 +191,11 @@ struct HeterClient::Impl {
 
 HeterClient::HeterClient(std::string endpoint, int trainer_id, HeterClientOptions options)
     : endpoint_(std::move(endpoint)), impl_(std::make_unique<Impl>()) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options.max_message_bytes);
-  args.SetMaxSendMessageSize(options.max_message_bytes);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   impl_->trainer_id = trainer_id;
   impl_->options = std::move(options);
   impl_->wire_token = WireToken(impl_->options.token);
   impl_->stub = rpc::HeterService::NewStub(
-      grpc::CreateCustomChannel(endpoint_, ChannelCredentials(impl_->options.tls), args));
+      NewChannel(endpoint_, impl_->options.tls, impl_->options.max_message_bytes));
 }
 
 HeterClient::~HeterClient() = default;

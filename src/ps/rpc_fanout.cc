@@ -20,18 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& endpoint,
-                                          const PsClientOptions& options) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options.max_message_bytes);
-  args.SetMaxSendMessageSize(options.max_message_bytes);
-  // Reconnect quickly: a server that restarts is found again within ~1 s.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(endpoint, ChannelCredentials(options.tls), args);
-}
-
 // Why a server that is up may still be unreachable: the two sides
 // disagree on TLS.
 std::string TlsHint(const TlsFiles& tls) {
@@ -49,7 +37,7 @@ std::string TlsHint(const TlsFiles& tls) {
 RpcFanout::RpcFanout(const std::vector<std::string>& endpoints, const PsClientOptions& options)
     : endpoints_(endpoints), options_(options), wire_token_(WireToken(options.token)) {
   for (const auto& ep : endpoints_) {
-    auto channel = MakeChannel(ep, options_);
+    auto channel = NewChannel(ep, options_.tls, options_.max_message_bytes);
     stubs_.push_back(rpc::PsService::NewStub(channel));
     raw_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
   }

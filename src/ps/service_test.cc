@@ -493,7 +493,7 @@ TEST(PsService, RefusalsNameThePeerAndAreCounted) {
   const std::string logged = capture.text();
   EXPECT_NE(logged.find("refused ipv4:127.0.0.1:"), std::string::npos) << logged;
   EXPECT_NE(trace::MetricsRegistry::Global().PrometheusText().find(
-                "flotilla_auth_refusals_total{service=\"ps\"}"),
+                "flotilla_auth_refusals_total{service=\"ps\",reason=\"bad_secret\"}"),
             std::string::npos);
 }
 

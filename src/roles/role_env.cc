@@ -74,9 +74,8 @@ class FamilyReader {
   void Int(RoleField field, std::initializer_list<const char*> names) {
     for (const char* name : names) {
       if (auto v = Var(name)) {
-        const int64_t n = ParseInt(*v, StrCat("environment variable ", name));
-        FLOTILLA_CHECK(n >= 0 && n < (int64_t{1} << 31), InvalidArgument,
-                       "environment variable ", name, "=", *v, " must be a non-negative count");
+        const int64_t n = ParseIntInRange(*v, StrCat("environment variable ", name), 0,
+                                          (int64_t{1} << 31) - 1, "a non-negative count");
         return Add(field, std::to_string(n), name);
       }
     }
@@ -130,7 +129,7 @@ void ReadPyTorch(FamilyReader r) {
                  addr ? "MASTER_ADDR" : "MASTER_PORT", " is set but ",
                  addr ? "MASTER_PORT" : "MASTER_ADDR", " is not; PyTorch-style jobs need both");
   if (addr) {
-    ParseInt(*port, "environment variable MASTER_PORT");
+    ParseIntInRange(*port, "environment variable MASTER_PORT", 1, kMaxPort);
     r.Add(RoleField::kMaster, StrCat(*addr, ":", *port), "MASTER_ADDR:MASTER_PORT");
   }
 }

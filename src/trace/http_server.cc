@@ -7,6 +7,7 @@
 
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/trace/metrics.h"
@@ -83,7 +84,8 @@ int ServeMetrics(bool always) {
   static std::unique_ptr<HttpServer> server;  // lives until exit
   std::lock_guard<std::mutex> lock(mu);
   if (server) return server->port();
-  const int64_t port = env::GetInt("FLOTILLA_METRICS_PORT", -1);
+  const int64_t port = env::GetIntInRange("FLOTILLA_METRICS_PORT", -1, -1, kMaxPort,
+                                          "-1: none, 0: any free port");
   if (port < 0 && !always) return 0;
   try {
     server = std::make_unique<HttpServer>("0.0.0.0", port < 0 ? 0 : static_cast<int>(port));

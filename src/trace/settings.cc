@@ -12,15 +12,12 @@ namespace {
 Settings Load() {
   Settings s;
   s.timeline = env::GetOr("FLOTILLA_TIMELINE", "");
-  const int64_t max_mb = env::GetInt("FLOTILLA_TIMELINE_MAX_MB", 0);
-  FLOTILLA_ENFORCE(max_mb >= 0, "FLOTILLA_TIMELINE_MAX_MB must be >= 0, got ", max_mb);
+  const int64_t max_mb = env::GetIntInRange("FLOTILLA_TIMELINE_MAX_MB", 0, 0, 1 << 20, "0: none");
   s.timeline_max_bytes = max_mb << 20;
   if (auto steps = env::Get("FLOTILLA_TIMELINE_STEPS"); steps && !steps->empty()) {
     ParseStepWindow("FLOTILLA_TIMELINE_STEPS", *steps, &s.first_step, &s.last_step);
   }
-  const int64_t records = env::GetInt("FLOTILLA_FLIGHT_RECORDER_SIZE", 2000);
-  FLOTILLA_ENFORCE(records >= 0 && records <= (1 << 24), "FLOTILLA_FLIGHT_RECORDER_SIZE must be "
-                   "in [0, 16777216], got ", records);
+  const int64_t records = env::GetIntInRange("FLOTILLA_FLIGHT_RECORDER_SIZE", 2000, 0, 1 << 24);
   s.flight_records = static_cast<size_t>(records);
   s.flight_dir = env::GetOr("FLOTILLA_FLIGHT_DIR", "");
   if (auto stall = env::Get("FLOTILLA_STALL_TIMEOUT"); stall && !stall->empty()) {
@@ -30,9 +27,7 @@ Settings Load() {
     s.stall_timeout = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
   }
   s.metrics_dir = env::GetOr("FLOTILLA_METRICS_DIR", "");
-  const int64_t events = env::GetInt("FLOTILLA_TRACE_BUFFER_EVENTS", 4096);
-  FLOTILLA_ENFORCE(events >= 16 && events <= (1 << 24), "FLOTILLA_TRACE_BUFFER_EVENTS must be in "
-                   "[16, 16777216], got ", events);
+  const int64_t events = env::GetIntInRange("FLOTILLA_TRACE_BUFFER_EVENTS", 4096, 16, 1 << 24);
   s.buffer_events = static_cast<size_t>(events);
   return s;
 }

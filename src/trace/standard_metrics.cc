@@ -163,16 +163,20 @@ void SetTableRows(NameId table, int64_t rows) {
 
 namespace {
 
-Counter& AuthRefusalCounter(std::string_view service) {
+Counter& AuthRefusalCounter(std::string_view service, std::string_view reason) {
   return R().GetCounter("flotilla_auth_refusals_total",
-                        "Peers refused for a wrong or missing job secret",
-                        {{"service", std::string(service)}});
+                        "Peers refused or closed before proving the job secret, by reason",
+                        {{"service", std::string(service)}, {"reason", std::string(reason)}});
 }
 
 }  // namespace
 
-void RecordAuthRefusal(std::string_view service) { AuthRefusalCounter(service).Add(); }
+void RecordAuthRefusal(std::string_view service, std::string_view reason) {
+  AuthRefusalCounter(service, reason).Add();
+}
 
-double AuthRefusals(std::string_view service) { return AuthRefusalCounter(service).value(); }
+double AuthRefusals(std::string_view service, std::string_view reason) {
+  return AuthRefusalCounter(service, reason).value();
+}
 
 }  // namespace flotilla::trace

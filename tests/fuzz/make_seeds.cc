@@ -105,9 +105,9 @@ Seeds StrategySeeds() {
   fleet::DistributedStrategy s;
   s.set_comm_num(2);
   s.set_localsgd(true);
-  s.localsgd_configs().set_k_steps(4);
-  s->mutable_sparse_table_configs()->set_table_class("ssd");
-  s->mutable_sparse_table_configs()->set_admit_probability(0.5f);
+  s.Set("localsgd_configs.k_steps", 4);
+  s.Set("sparse_table_configs.table_class", "ssd");
+  s.Set("sparse_table_configs.admit_probability", 0.5);
   return {{"default", fleet::DistributedStrategy().ToText()},
           {"localsgd-ssd", s.ToText()},
           {"a-sync", "a_sync: true\na_sync_configs { k_steps: 8 send_queue_size: 4 }\n"}};

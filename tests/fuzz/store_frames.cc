@@ -89,7 +89,8 @@ std::string Frame(const wire::Writer& w) {
 // Asks for the server's challenge and returns the hello that answers it
 // with the right secret or a wrong one ("" when the server sent no nonce).
 std::string Hello(int fd, bool right_secret) {
-  SendAll(fd, Frame(wire::Writer().u8(wire::kChallenge)));
+  const std::string client_nonce(wire::kNonceBytes, 'c');
+  SendAll(fd, Frame(wire::Writer().u8(wire::kChallenge).str(client_nonce)));
   std::string reply;
   char buf[256];
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -103,7 +104,7 @@ std::string Hello(int fd, bool right_secret) {
   }
   const std::string nonce = reply.substr(4 + 1 + 4, wire::kNonceBytes);
   return Frame(wire::Writer().u8(wire::kHello).str(
-      wire::HelloProof(right_secret ? kSecret : "wrong-secret", nonce)));
+      wire::HelloProof(right_secret ? kSecret : "wrong-secret", nonce, client_nonce)));
 }
 
 // A body as one frame: its u32 length, then the bytes.

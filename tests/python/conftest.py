@@ -55,6 +55,24 @@ def run_python_processes(args: List[List[str]], envs: Optional[List[Dict[str, st
     return [subprocess.CompletedProcess(p.args, p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
 
 
+def run_ps_job(tmp_path, script: str, *args: str, timeout: float = 120, workers: int = 1) -> List[str]:
+    """Runs tests/python/<script> args... under ``flotilla launch
+    --paddle_compat --server_num=1 --worker_num=<workers>`` in tmp_path (the
+    launcher ends every process); asserts it succeeded and returns the
+    workers' logs."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), script)
+    launcher = build_path("bin", "flotilla")
+    env = child_env({"FLOTILLA_BIN": launcher, "FLOTILLA_PYTHON": sys.executable})
+    proc = subprocess.run([launcher, "launch", "--paddle_compat", "--server_num=1", f"--worker_num={workers}", path,
+                           *args], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    logs = []
+    for w in range(workers):
+        with open(os.path.join(str(tmp_path), "log", f"workerlog.{w}")) as f:
+            logs.append(f.read())
+    return logs
+
+
 @pytest.fixture
 def programs():
     """Fresh main and startup programs as the defaults, a fresh global scope

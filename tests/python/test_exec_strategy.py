@@ -51,6 +51,41 @@ def test_num_iteration_per_run_runs_the_program_that_many_times(programs):
     np.testing.assert_allclose(_w(scope), [-0.7] * 3, rtol=1e-6)
 
 
+def test_the_program_carries_the_run_settings_the_cpp_executor_honours(programs):
+    main, _, _, _ = _linear(programs)
+    assert (main._run_settings.iterations, main._run_settings.drop_scope_every) == (1, 0)
+    strategy = fluid.ExecutionStrategy()
+    strategy.num_iteration_per_run = 4
+    strategy.num_iteration_per_drop_scope = 3
+    fluid.CompiledProgram(main).with_data_parallel(exec_strategy=strategy)
+    assert (main._run_settings.iterations, main._run_settings.drop_scope_every) == (4, 3)
+    assert main.clone()._run_settings.iterations == 1  # a clone is a program of its own
+
+
+def test_each_iteration_takes_the_next_batch_of_a_started_loader(programs):
+    main, scope, exe, hidden = _linear(programs)
+    x = main.global_block().var("x")
+    loader = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=4, iterable=False)
+
+    def batches():
+        for b in range(1, 6):  # batch b: every x is b, so the step takes 0.1 * b off each weight
+            yield [(np.full([3], b, np.float32),)]
+    loader.set_sample_list_generator(batches)
+    strategy = fluid.ExecutionStrategy()
+    strategy.num_iteration_per_run = 2
+    fluid.CompiledProgram(main).with_data_parallel(exec_strategy=strategy)
+    loader.start()
+    (out,) = exe.run(main, fetch_list=[hidden])  # batches 1 and 2
+    np.testing.assert_allclose(_w(scope), [-0.3] * 3, rtol=1e-6)
+    np.testing.assert_allclose(out, [[-0.1 * 3 * 2]], rtol=1e-5)  # the second run's: x = 2, w = -0.1
+    exe.run(main)  # batches 3 and 4
+    np.testing.assert_allclose(_w(scope), [-1.0] * 3, rtol=1e-6)
+    with pytest.raises(fluid.core.EOFException):
+        exe.run(main)  # batch 5, then the end of the pass
+    loader.reset()
+    np.testing.assert_allclose(_w(scope), [-1.5] * 3, rtol=1e-6)
+
+
 def test_num_iteration_per_drop_scope_frees_temporaries_every_n_runs(programs):
     main, scope, exe, hidden = _linear(programs)
     strategy = fluid.ExecutionStrategy()

@@ -3,10 +3,7 @@ sequences, offsets through embedding and back from fetches, each sequence
 op against a NumPy reference on ragged batches (empty sequences, length 1, a
 10,000-step sequence), and a bag-of-ids CTR model that trains on LoD ids."""
 
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +11,7 @@ import pytest
 import flotilla
 from flotilla import errors, fluid
 
-from conftest import build_path, child_env, run_python
+from conftest import run_ps_job, run_python
 
 LENGTHS = [3, 0, 1, 10000, 2]
 
@@ -322,14 +319,7 @@ def test_dataloader_feeds_variable_length_slots(programs):
 def test_parameter_server_sparse_tables_take_lod_ids(tmp_path, mode):
     """1 server + 1 worker: two ragged id slots looked up in the server's
     sparse tables, pooled per sample; the loss falls in every mode."""
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lod_ps_train.py")
-    launcher = build_path("bin", "flotilla")
-    env = child_env({"FLOTILLA_BIN": launcher, "FLOTILLA_PYTHON": sys.executable})
-    proc = subprocess.run([launcher, "launch", "--paddle_compat", "--server_num=1", "--worker_num=1", script, mode],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    with open(tmp_path / "log" / "workerlog.0") as f:
-        text = f.read()
+    text = run_ps_job(tmp_path, "lod_ps_train.py", mode)[0]
     losses = [float(x) for x in re.findall(r"^STEP \d+ ([-\d.e]+)$", text, re.M)]
     assert len(losses) == 100, text[-2000:]
     assert np.mean(losses[-50:]) < 0.8 * np.mean(losses[:10]), losses

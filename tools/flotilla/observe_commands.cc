@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "flotilla/common/error.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/launch/dashboard.h"
 #include "flotilla/launch/signals.h"
 #include "flotilla/trace/doctor.h"
@@ -43,6 +44,7 @@ int Doctor(const ObserveArgs& a) {
 
 // Serves until SIGINT/SIGTERM (blocked by main: read from a signalfd).
 int Dashboard(const ObserveArgs& a) {
+  CheckInRange(a.port, "--port", 0, kMaxPort, "0: any free port");
   if (!IsLogDir(a.log_dir, "dashboard")) return 2;
   launch::SignalFd signals;
   trace::HttpServer http(a.host, a.port);

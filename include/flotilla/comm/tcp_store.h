@@ -10,7 +10,17 @@
 // server's: the token never crosses the network): a client proving another
 // token is refused and told so, and
 // the server logs the client's address and counts the refusal in /metrics
-// (flotilla_auth_refusals_total). Proofs are compared in constant time.
+// (flotilla_auth_refusals_total{service,reason}). Proofs are compared in
+// constant time. The authentication is mutual: the server's answer to the
+// hello proves the secret too, and a client holding a token refuses a store
+// that cannot (an impostor, or a store started without the secret).
+//
+// Unauthenticated clients are bounded in bytes, time and number (see
+// TCPStoreServerOptions); each one closed before it authenticated is
+// counted with its reason: bad_secret, no_challenge, repeated_challenge,
+// challenge_only (asked for a challenge, then left), hello_timeout,
+// oversized_frame, unread_replies, bad_request, unauthenticated_limit,
+// plaintext_client, tls_handshake.
 //
 // Optional TLS (OpenSSL on the store's sockets): a store with TLS files
 // serves TLS only; clients check its certificate; mutual TLS with a CA.
@@ -43,7 +53,8 @@ struct TCPStoreOptions {
 };
 
 // Bounds the server puts on what clients send. Before a client has
-// authenticated, frames are limited to 64 KiB whatever these say.
+// authenticated, its frames are limited to 256 bytes and its unread replies
+// to 256 bytes whatever these say; it gets one challenge.
 struct TCPStoreServerOptions {
   std::string token;                      // shared secret; empty = none
   // What the store serves, as refusals are counted in /metrics
@@ -55,6 +66,13 @@ struct TCPStoreServerOptions {
   TlsFiles tls;
   uint32_t max_message_bytes = 1u << 30;  // one request of an authenticated client
   uint32_t max_keys = 1u << 16;           // keys named by one check or wait
+  // A client that has not authenticated this long after it connected is
+  // closed (counted as reason "hello_timeout").
+  std::chrono::milliseconds hello_timeout = std::chrono::seconds(5);
+  // Clients not yet authenticated at once; past it the oldest is closed for
+  // each new one (reason "unauthenticated_limit"), and accepting slows down
+  // while they are closed before they had a fair chance.
+  int max_unauthenticated = 128;
 };
 
 class TCPStoreServerImpl;
@@ -82,7 +100,8 @@ class TCPStoreServer {
   std::string address() const;
   // Connections open right now (as last counted by the server thread).
   int clients() const;
-  // Clients refused so far for a wrong or missing token.
+  // Clients refused or closed so far before they authenticated (every
+  // reason).
   int64_t refused() const;
 
  private:
@@ -94,9 +113,12 @@ class TCPStoreServer {
 // connection. A lost connection is re-established on the next request.
 class TCPStore : public Store {
  public:
-  // Connects with retry until options.connect_timeout, then throws
-  // Unavailable naming host:port. A refused token throws Unavailable
-  // "store at host:port refused the token" at once.
+  // Connects with retry until options.connect_timeout (also when the store
+  // closes the connection before answering, as a crowded one may), then
+  // throws Unavailable naming host:port. A refused token throws Unavailable
+  // "store at host:port refused the token" at once; with a token, a store
+  // that does not prove the same secret throws Unavailable "store at
+  // host:port did not prove the job secret" at once.
   TCPStore(const std::string& host, int port, TCPStoreOptions options = {});
   ~TCPStore() override;
 
@@ -116,7 +138,11 @@ class TCPStore : public Store {
   void Connect(std::chrono::milliseconds budget);
   // Reads one reply's body (after its length) before `deadline`, as
   // net::RecvAll: 1 read, 0 lost (or a length out of bounds), -1 too late.
-  int RecvReply(std::chrono::steady_clock::time_point deadline, Bytes* body);
+  int RecvReply(std::chrono::steady_clock::time_point deadline, Bytes* body,
+                uint32_t max_bytes = UINT32_MAX);
+  // The challenge-response on a fresh connection: true when authenticated,
+  // false when the store closed the connection first; throws when refused.
+  bool AuthenticateLocked(std::chrono::steady_clock::time_point deadline);
   void CloseLocked();
 
   // One connection's bytes, through TLS when the options ask for it.

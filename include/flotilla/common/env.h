@@ -19,6 +19,11 @@ std::string GetOr(const std::string& name, const std::string& fallback);
 // Integer value; throws InvalidArgument naming `name` when not an integer.
 int64_t GetInt(const std::string& name, int64_t fallback);
 int64_t RequireInt(const std::string& name, const std::string& why = "");
+// Integer value in [min, max] (ParseIntInRange, flotilla/common/strings.h);
+// throws InvalidArgument naming `name`, the value and the range otherwise.
+// Unset or empty: `fallback` (not checked).
+int64_t GetIntInRange(const std::string& name, int64_t fallback, int64_t min, int64_t max,
+                      const std::string& hint = "");
 // "1", "true", "yes", "on" (any case) are true; "0", "false", "no", "off" false.
 bool GetBool(const std::string& name, bool fallback);
 // Comma-separated list; empty items dropped. Unset → empty vector.

@@ -1,27 +1,56 @@
-// DistributedStrategy: the knobs of distributed training, a protobuf message
-// (src/fleet/distributed_strategy.proto) with Paddle's field names and
-// defaults, wrapped for Paddle-style use:
+// DistributedStrategy: the knobs of distributed training, with Paddle's
+// field names and defaults, wrapped for Paddle-style use:
 //
 //   fleet::DistributedStrategy s;                 // Paddle's defaults
 //   s.set_nccl_comm_num(2);                       // the old name works
-//   s->set_fuse_all_reduce_ops(true);             // any proto field via ->
-//   s->mutable_localsgd_configs()->set_k_steps(4);
+//   s.Set("fuse_all_reduce_ops", true);           // any field by its path
+//   s.Set("localsgd_configs.k_steps", 4);
 //   auto t = fleet::DistributedStrategy::FromTextFile("strategy.prototxt");
+//
+// The fields are those of src/fleet/distributed_strategy.proto (a message
+// private to fleet): a scalar or list field of the strategy ("a_sync"), or
+// of one of its config groups ("a_sync_configs.k_steps"). Fields() lists
+// them, so bindings reflect them instead of re-declaring each one.
 //
 // A value type; not thread-safe for concurrent mutation.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
-
-#include "fleet/distributed_strategy.pb.h"
 
 namespace flotilla::fleet {
 
+namespace proto {
+class DistributedStrategy;  // private to fleet: src/fleet/strategy_proto.h
+}
+
+// What a strategy field holds. kInt covers the 32- and 64-bit fields, kFloat
+// the float ones; kGroup is a config group (localsgd_configs, ...), whose
+// fields are named "group.field".
+enum class StrategyFieldType { kBool, kInt, kFloat, kString, kStringList, kFloatList, kGroup };
+
+// One field's value, by StrategyFieldType: bool, int64_t, double,
+// std::string, a list of strings, a list of numbers.
+using StrategyValue =
+    std::variant<bool, int64_t, double, std::string, std::vector<std::string>, std::vector<double>>;
+
+struct StrategyField {
+  std::string name;  // "k_steps", within its group
+  StrategyFieldType type;
+};
+
 class DistributedStrategy {
  public:
-  DistributedStrategy() = default;
-  explicit DistributedStrategy(proto::DistributedStrategy p);
+  DistributedStrategy();  // Paddle's defaults
+  ~DistributedStrategy();
+  DistributedStrategy(const DistributedStrategy& other);
+  DistributedStrategy& operator=(const DistributedStrategy& other);
+  DistributedStrategy(DistributedStrategy&& other);  // leaves `other` at the defaults
+  DistributedStrategy& operator=(DistributedStrategy&& other) noexcept;
 
   // Parses protobuf text format. Throws InvalidArgument naming the unknown
   // field (or the line and column of a syntax error) and the source; and for
@@ -31,45 +60,64 @@ class DistributedStrategy {
   static DistributedStrategy FromTextFile(const std::string& path);
   std::string ToText() const;
 
-  proto::DistributedStrategy* operator->() { return &proto_; }
-  const proto::DistributedStrategy* operator->() const { return &proto_; }
-  const proto::DistributedStrategy& proto() const { return proto_; }
+  // ---- every field, by path ("comm_num", "a_sync_configs.k_steps") ----
+  // Each throws InvalidArgument naming `path` when no field has it.
 
+  // The fields of the strategy (`group` empty) or of one config group, in
+  // declaration order.
+  static std::vector<StrategyField> Fields(std::string_view group = {});
+  static StrategyFieldType Type(std::string_view path);
+  // True when the field was given a value, even its default (a group: any
+  // of its fields; a list: any element).
+  bool Has(std::string_view path) const;
+  // The field's value (its default when not given). Throws InvalidArgument
+  // for a group: read its fields.
+  StrategyValue Get(std::string_view path) const;
+  // Typed reads; each throws InvalidArgument when the field holds another
+  // type.
+  bool GetBool(std::string_view path) const;
+  int64_t GetInt(std::string_view path) const;
+  double GetFloat(std::string_view path) const;
+  std::string GetString(std::string_view path) const;
+  std::vector<std::string> GetStrings(std::string_view path) const;
+  // Sets a scalar or list field. An integer may be given for a number
+  // field. Throws InvalidArgument naming the field and the type it holds
+  // when `value` has another type, or an integer is outside the field's
+  // range, or `path` is a group. Ranges are checked by Validate.
+  void Set(std::string_view path, const StrategyValue& value);
+  // The literals a caller writes: Set("a_sync", true), Set("k_steps", 4).
+  void Set(std::string_view path, bool value) { Set(path, StrategyValue(value)); }
+  void Set(std::string_view path, int value) { Set(path, StrategyValue(int64_t{value})); }
+  void Set(std::string_view path, int64_t value) { Set(path, StrategyValue(value)); }
+  void Set(std::string_view path, double value) { Set(path, StrategyValue(value)); }
+  void Set(std::string_view path, const char* value) { Set(path, StrategyValue(std::string(value))); }
+  // Back to the default (a group: every field of it).
+  void Clear(std::string_view path);
+
+  // ---- the fields fleet's passes apply, named ----
   // comm_num, falling back to nccl_comm_num when only that is set.
   int comm_num() const;
-  void set_comm_num(int n) { proto_.set_comm_num(n); }
+  void set_comm_num(int n) { Set("comm_num", n); }
   int nccl_comm_num() const { return comm_num(); }
-  void set_nccl_comm_num(int n) { proto_.set_comm_num(n); }
+  void set_nccl_comm_num(int n) { Set("comm_num", n); }
 
-  bool fuse_all_reduce_ops() const { return proto_.fuse_all_reduce_ops(); }
-  void set_fuse_all_reduce_ops(bool v) { proto_.set_fuse_all_reduce_ops(v); }
-  int fuse_grad_size_in_MB() const { return proto_.fuse_grad_size_in_mb(); }
-  void set_fuse_grad_size_in_MB(int mb) { proto_.set_fuse_grad_size_in_mb(mb); }
-  bool use_hierarchical_allreduce() const { return proto_.use_hierarchical_allreduce(); }
-  void set_use_hierarchical_allreduce(bool v) { proto_.set_use_hierarchical_allreduce(v); }
-  bool localsgd() const { return proto_.localsgd(); }
-  void set_localsgd(bool v) { proto_.set_localsgd(v); }
-  const proto::LocalSGDConfig& localsgd_configs() const { return proto_.localsgd_configs(); }
-  proto::LocalSGDConfig& localsgd_configs() { return *proto_.mutable_localsgd_configs(); }
-  bool gradient_merge() const { return proto_.gradient_merge(); }
-  void set_gradient_merge(bool v) { proto_.set_gradient_merge(v); }
-  const proto::GradientMergeConfig& gradient_merge_configs() const { return proto_.gradient_merge_configs(); }
-  proto::GradientMergeConfig& gradient_merge_configs() { return *proto_.mutable_gradient_merge_configs(); }
-  const proto::ExecutionStrategy& exec_strategy() const { return proto_.exec_strategy(); }
-  proto::ExecutionStrategy& exec_strategy() { return *proto_.mutable_exec_strategy(); }
-  bool sync_batch_norm() const { return proto_.sync_batch_norm(); }
-  void set_sync_batch_norm(bool v) { proto_.set_sync_batch_norm(v); }
+  bool fuse_all_reduce_ops() const { return GetBool("fuse_all_reduce_ops"); }
+  void set_fuse_all_reduce_ops(bool v) { Set("fuse_all_reduce_ops", v); }
+  int fuse_grad_size_in_MB() const { return static_cast<int>(GetInt("fuse_grad_size_in_MB")); }
+  void set_fuse_grad_size_in_MB(int mb) { Set("fuse_grad_size_in_MB", mb); }
+  bool use_hierarchical_allreduce() const { return GetBool("use_hierarchical_allreduce"); }
+  void set_use_hierarchical_allreduce(bool v) { Set("use_hierarchical_allreduce", v); }
+  bool localsgd() const { return GetBool("localsgd"); }
+  void set_localsgd(bool v) { Set("localsgd", v); }
+  bool gradient_merge() const { return GetBool("gradient_merge"); }
+  void set_gradient_merge(bool v) { Set("gradient_merge", v); }
+  bool sync_batch_norm() const { return GetBool("sync_batch_norm"); }
+  void set_sync_batch_norm(bool v) { Set("sync_batch_norm", v); }
   // "none" (default) or "step": see Fleet::run_step.
-  const std::string& fault_tolerance() const { return proto_.fault_tolerance(); }
-  void set_fault_tolerance(const std::string& mode) { proto_.set_fault_tolerance(mode); }
-  bool a_sync() const { return proto_.a_sync(); }
-  void set_a_sync(bool v) { proto_.set_a_sync(v); }
-  const proto::AsyncConfig& a_sync_configs() const { return proto_.a_sync_configs(); }
-  proto::AsyncConfig& a_sync_configs() { return *proto_.mutable_a_sync_configs(); }
-  const proto::SparseTableConfigs& sparse_table_configs() const { return proto_.sparse_table_configs(); }
-  proto::SparseTableConfigs& sparse_table_configs() { return *proto_.mutable_sparse_table_configs(); }
-  const proto::HeterConfigs& heter_configs() const { return proto_.heter_configs(); }
-  proto::HeterConfigs& heter_configs() { return *proto_.mutable_heter_configs(); }
+  std::string fault_tolerance() const { return GetString("fault_tolerance"); }
+  void set_fault_tolerance(const std::string& mode) { Set("fault_tolerance", StrategyValue(mode)); }
+  bool a_sync() const { return GetBool("a_sync"); }
+  void set_a_sync(bool v) { Set("a_sync", v); }
 
   // Decides, for every field, what applying this strategy does with it
   // (fleet's distributed_optimizer calls it; the Python strategy reflects it):
@@ -109,7 +157,11 @@ class DistributedStrategy {
   void HonourPaddleFlags();
 
  private:
-  proto::DistributedStrategy proto_;
+  // Fleet's own code reads the message through src/fleet/strategy_proto.h.
+  friend const proto::DistributedStrategy& StrategyProto(const DistributedStrategy& s);
+  friend proto::DistributedStrategy& MutableStrategyProto(DistributedStrategy& s);
+
+  std::unique_ptr<proto::DistributedStrategy> proto_;  // never null
 };
 
 }  // namespace flotilla::fleet

@@ -32,6 +32,10 @@
 #include "flotilla/fleet/role_maker.h"
 #include "flotilla/framework/executor.h"
 
+namespace flotilla::io {
+class Dataset;
+}
+
 namespace flotilla::comm {
 class TCPStoreServer;
 }  // namespace flotilla::comm
@@ -134,6 +138,17 @@ class Fleet {
   // reports such a close as an error even when the data had arrived).
   void barrier_worker();
 
+  // Paddle's InMemoryDataset.global_shuffle(fleet): this worker's records
+  // exchanged with every other worker's through the job's store
+  // (PADDLE_MASTER; a parameter-server worker opens it on first use), then
+  // shuffled locally. Every worker calls it, the same number of times;
+  // blocks until the others' records arrived. One worker: a local shuffle.
+  // Throws InvalidArgument when several workers have no store address.
+  void global_shuffle(io::Dataset& dataset, uint64_t seed);
+  // The sum of `value` over every worker (each calls it): Paddle's dataset
+  // sizes with fleet. One worker: `value`.
+  int64_t sum_over_workers(int64_t value);
+
   DistributedOptimizer distributed_optimizer(optimizer::Optimizer& opt,
                                              DistributedStrategy strategy = {});
 
@@ -191,12 +206,15 @@ class Fleet {
   // strategy.sparse_table_configs calls stale. Returns the rows dropped
   // (on worker 0; 0 on the others). Blocking.
   int64_t shrink();
-  // GEO workers: starts pulling the sparse rows a step fed `next_feed` will
-  // look up, on a background thread, so they arrive while the current step
-  // computes. Call it with the next batch before running the current one:
+  // GEO and async workers: starts pulling the sparse rows a step fed
+  // `next_feed` will look up, on a background thread, so they arrive while
+  // the current step computes. Call it with the next batch before running
+  // the current one, on the thread that will run it:
   //   fleet::prefetch_sparse(next_feed);
   //   exe.run(fleet::main_program(), feed, {loss});
-  // Does nothing in other modes, before the worker is connected, or when
+  // Async: the rows are pulled before the current step's gradients reach
+  // the servers (one step staler, as the async communicator's are anyway).
+  // Does nothing in sync mode, before the worker is connected, or when
   // the program looks up fewer than two tables of fed ids. Throws
   // InvalidArgument naming an ids variable `next_feed` lacks.
   void prefetch_sparse(const FeedMap& next_feed);
@@ -282,6 +300,9 @@ class Fleet {
   std::shared_ptr<PsJob> ps_;
   void SaveOnFirstWorker(const char* what, const std::function<void()>& save);
   void SavePsTables(const std::string& dir);
+  // The store the workers meet in: the collective store, else the job's
+  // (opened once); nullptr with one worker.
+  std::shared_ptr<comm::Store> WorkersStore();
 
   // Fault tolerance: drops the failed groups, agrees on the next world and
   // rebuilds the groups and the state (see run_step).
@@ -326,6 +347,7 @@ class Fleet {
   int groups_made_ = 0;
   int saves_ = 0;
   int store_barriers_ = 0;
+  int dataset_rounds_ = 0;  // global_shuffle / sum_over_workers calls
   Program* main_ = nullptr;
   Program* startup_ = nullptr;
 };
@@ -368,6 +390,18 @@ std::optional<std::vector<Tensor>> run_step(Executor& exe, const Program& progra
                                             const std::vector<std::string>& fetch_list,
                                             StepState& state, int64_t samples_per_rank = 0,
                                             Scope* scope = nullptr);
+
+// Applies `strategy`'s exec_strategy to `program` (Paddle's
+// ExecutionStrategy, as CompiledProgram.with_data_parallel and
+// distributed_optimizer(...).minimize do), after Validate (throws as it
+// does):
+// - num_threads, when set: the threads this process's GEMM kernels use, at
+//   most the CPUs it may run on (the executor runs a program's ops in order
+//   on one thread; the threads go to the large kernels);
+// - num_iteration_per_run and num_iteration_per_drop_scope (when set; unset:
+//   temporaries kept) become program.run_settings(), which Executor::Run
+//   honours.
+void ApplyExecutionStrategy(const DistributedStrategy& strategy, Program& program);
 
 // Paddle's fleet.util.get_file_shard: `files` split into worker_num
 // contiguous blocks, the first len % worker_num of them one file longer;

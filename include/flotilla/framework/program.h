@@ -97,6 +97,15 @@ class Block {
   std::vector<std::unique_ptr<OpDesc>> ops_;
 };
 
+// How Executor::Run runs a program (Paddle's ExecutionStrategy): each Run
+// call runs it `iterations` times (num_iteration_per_run), and its
+// temporaries are freed every `drop_scope_every` runs (num_iteration_per_drop_scope;
+// 0: kept for the life of the executor).
+struct RunSettings {
+  int iterations = 1;
+  int drop_scope_every = 0;
+};
+
 class Program {
  public:
   Program();
@@ -136,6 +145,13 @@ class Program {
   uint64_t random_seed() const { return random_seed_; }
   void set_random_seed(uint64_t seed) { random_seed_ = seed; BumpVersion(); }
 
+  // What Executor::Run honours for this program (default: one run per
+  // call, temporaries kept). Moves carry them; Clone and Prune do not.
+  // Throws InvalidArgument naming the field (as ExecutionStrategy spells it)
+  // for iterations < 1 or drop_scope_every < 0.
+  const RunSettings& run_settings() const { return run_settings_; }
+  void set_run_settings(RunSettings settings);
+
  private:
   void Relink();
 
@@ -143,6 +159,7 @@ class Program {
   uint64_t id_;
   uint64_t version_ = 0;
   uint64_t random_seed_ = 0;
+  RunSettings run_settings_;
 };
 
 // The programs layers append to: the innermost ProgramGuard's, or the

@@ -31,6 +31,10 @@
 
 #include "flotilla/io/multislot.h"
 
+namespace flotilla::comm {
+class Store;
+}
+
 namespace flotilla::io {
 
 enum class DatasetKind { kInMemory, kQueue };
@@ -75,6 +79,15 @@ class Dataset {
   // Permutes the records in memory with a generator seeded by `seed`.
   // InMemory only.
   void LocalShuffle(uint64_t seed);
+  // Paddle's global_shuffle: the records in memory of `world` trainers
+  // (this one is `rank`) exchanged through `store`, each record sent to a
+  // trainer drawn by a generator seeded by `seed` and `rank`, then
+  // shuffled locally. Every trainer must call it with the same `round`
+  // (a key prefix unique to this exchange). Blocks until every other
+  // trainer's records for this one arrived (the store's timeout applies).
+  // Keys this trainer read are deleted. InMemory only; world 1 is a
+  // LocalShuffle.
+  void GlobalShuffle(comm::Store& store, int rank, int world, uint64_t seed, const std::string& round);
   // Drops the records in memory.
   void ReleaseMemory();
 
@@ -91,9 +104,11 @@ class Dataset {
 
   // QueueDataset's pass: reads the files on thread_num() threads and calls
   // `consume` (serialised, from those threads) with each batch of up to
-  // batch_size() records of one file, without keeping them. Blocks; rethrows
-  // the first error once every thread stopped. Also works on an InMemory
-  // dataset, over its memory.
+  // batch_size() records of one file, without keeping them: a batch goes
+  // out as soon as its records are parsed (only a file's last batch is
+  // shorter), so a malformed line later in a file fails the pass after the
+  // batches before it were consumed. Blocks; rethrows the first error once
+  // every thread stopped. Also works on an InMemory dataset, over its memory.
   void ForEachBatch(const std::function<void(const SlotColumns&)>& consume) const;
 
  private:

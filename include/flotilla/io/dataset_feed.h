@@ -2,8 +2,8 @@
 // tensor per slot, named as the slot's variable.
 //
 // - A sequence slot (SlotSpec::dense_shape empty) is its packed values as a
-//   [values, 1] tensor (int64 or float32) plus its offsets, records + 1 of
-//   them: the tensor's level-1 LoD.
+//   [values, 1] tensor (int64 or float32) whose level-1 LoD is its offsets
+//   (records + 1 of them), also given in SlotFeeds::offsets.
 // - A dense slot is its values reshaped to dense_shape with -1 the batch
 //   size; every record must hold the same count (the product of the other
 //   dimensions), else InvalidArgument names the slot and the record.

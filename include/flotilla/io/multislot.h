@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,8 +96,12 @@ class MultiSlotParser {
   int64_t ParseText(std::string_view text, std::string_view source, int64_t first_line, SlotColumns* out) const;
 
   // Reads `fd` to its end (blocking) and parses it; `source` names it in
-  // errors. Does not close `fd`. Returns the records appended.
-  int64_t ParseFd(int fd, std::string_view source, SlotColumns* out) const;
+  // errors. Does not close `fd`. Returns the records appended. With
+  // `on_chunk`, it is called with `out` after each chunk read was parsed
+  // (every 1 MiB), and may take records out of it (streaming); the count
+  // returned still includes them.
+  using ChunkSink = std::function<void(SlotColumns*)>;
+  int64_t ParseFd(int fd, std::string_view source, SlotColumns* out, const ChunkSink& on_chunk = {}) const;
 
  private:
   std::vector<SlotSpec> slots_;

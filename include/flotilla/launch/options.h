@@ -101,11 +101,16 @@ bool HasHeterOptions(const LaunchOptions& options);
 // True when any elastic option is set.
 bool HasElasticOptions(const LaunchOptions& options);
 
+// Throws InvalidArgument naming the flag (and its variable), the value and
+// the range for every port, count or size outside its range
+// (CheckInRange, flotilla/common/strings.h): no wrap, no silent default.
+void CheckRanges(const LaunchOptions& options);
+
 // Decides the run mode as Paddle does: an explicit --run_mode wins, any PS
 // option selects ps (ps-heter is ps with heter workers), otherwise
 // collective. Throws InvalidArgument for an unknown mode, for PS options
 // combined with --run_mode collective, for ps-heter without heter workers
-// and for heter workers in elastic jobs.
+// and for heter workers in elastic jobs, and as CheckRanges does.
 RunMode SelectRunMode(const LaunchOptions& options);
 
 // Fills options that Paddle's cluster environments provide when

@@ -8,8 +8,10 @@
 //   flotilla_rpc_errors_total{method},
 //   flotilla_rpc_served_seconds{method,table} (histogram, servers),
 //   flotilla_ps_table_rows{table} (servers), process_resident_memory_bytes,
-//   flotilla_auth_refusals_total{service} (peers refused for a wrong or
-//   missing job secret: service "store", "ps" or "elastic").
+//   flotilla_auth_refusals_total{service,reason} (peers refused or closed
+//   before proving the job secret: service "store", "ps" or "elastic";
+//   reason "bad_secret" for a wrong or missing one, or what the service
+//   saw instead, e.g. "hello_timeout").
 // Thread-safe.
 #pragma once
 
@@ -30,11 +32,12 @@ void RecordCollective(NameId kind, int64_t bytes, double seconds);
 void RecordRpc(NameId method, NameId table, int64_t bytes, double seconds, bool ok);
 void RecordServed(NameId method, NameId table, double seconds);
 void SetTableRows(NameId table, int64_t rows);
-// A peer refused by `service` ("store", "ps", "elastic") for a wrong or
-// missing job secret.
-void RecordAuthRefusal(std::string_view service);
-// Refusals recorded so far by `service` in this process.
-double AuthRefusals(std::string_view service);
+// A peer refused by `service` ("store", "ps", "elastic") for `reason`:
+// "bad_secret" (a wrong or missing job secret), or a store's reasons for
+// closing a client before it proved the secret (docs/security.md).
+void RecordAuthRefusal(std::string_view service, std::string_view reason = "bad_secret");
+// Refusals recorded so far by `service` for `reason` in this process.
+double AuthRefusals(std::string_view service, std::string_view reason = "bad_secret");
 
 // A wait for input data (a reader's or DataLoader's next batch): a span on
 // the waiting thread and flotilla_input_wait_seconds_total.

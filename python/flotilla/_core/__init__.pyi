@@ -30,7 +30,7 @@ class Executor:
     def _local_scope(self, program: Any, scope: Any = ...) -> Any:
         """The scope of ``program``'s temporaries and feeds (None before its first run)."""
     def _run(self, program: Any, feed: Any, fetch_list: Any = ..., scope: Any = ..., return_numpy: Any = ...) -> Any:
-        """Runs ``program`` once: feeds arrays by name, returns the fetched variables (None, a Variable, a name, or a list of them). ``scope`` None: the global scope."""
+        """Runs ``program`` as its run settings say (``Program._run_settings``): ``feed`` is a dict of arrays by name fed to each iteration, or a callable returning each iteration's dict; returns the last iteration's fetched variables (None, a Variable, a name, or a list of them). ``scope`` None: the global scope."""
     def close(self) -> None:
         """Tells the parameter servers this trainer has finished (idempotent)."""
     ...
@@ -49,6 +49,7 @@ class Program:
     def _prune(self, targets: Any) -> Any: ...
     def _prune_with_input(self, *args: Any, **kwargs: Any) -> Any:
         """Paddle's ``Program._prune_with_input``: the program cut to what computes"""
+    _run_settings: Any
     def block(self, index: Any) -> Any: ...
     def clone(self, for_test: Any = ...) -> Any:
         """A deep copy; for_test drops backward/optimizer/lr ops and sets is_test."""
@@ -60,6 +61,14 @@ class Program:
     def serialize(self) -> bytes:
         """The ProgramDesc protobuf bytes (what save_inference_model writes)."""
     def to_string(self, throw_on_error: Any = ..., with_details: Any = ...) -> str: ...
+    ...
+
+class RunSettings:
+    """How Executor.run runs a program (ExecutionStrategy); set through an ExecutionStrategy (CompiledProgram, fleet)."""
+    def __init__(self, *args: Any, **kwargs: Any) -> Any:
+        """Initialize self.  See help(type(self)) for accurate signature."""
+    drop_scope_every: Any
+    iterations: Any
     ...
 
 class Scope:

@@ -72,6 +72,9 @@ def normalize_program(program: Any, feed_names: Any, fetch_names: Any) -> Any: .
 
 def persistable_names(program: Any) -> Any: ...
 
+def run_from_dataset(program: Any, dataset: Any, scope: Any, threads: Any, fetch_list: Any, fetch_info: Any, print_period: Any, debug: Any, infer: Any) -> Any:
+    """Executor.train_from_dataset / infer_from_dataset in C++ (io::TrainFromDataset): `threads` Hogwild workers over the dataset's batches; returns {batches, instances, seconds, batches_per_thread}."""
+
 def save_combined(path: Any, names: Any, scope: Any) -> None: ...
 
 def save_inference_model(dirname: Any, feeded_var_names: Any, target_vars: Any, executor: Any, main_program: Any, scope: Any, files: Any) -> None: ...

@@ -7,7 +7,7 @@ graph API of Paddle 1.x scripts, unchanged.
     exe = fluid.Executor(fluid.CPUPlace())
 """
 
-from .. import initializer, io, layers, nets, optimizer, regularizer  # noqa: F401
+from .. import executor, initializer, io, layers, nets, optimizer, regularizer  # noqa: F401
 from .._alias import alias as _alias
 from ..data_feeder import DataFeeder  # noqa: F401
 from ..executor import Executor  # noqa: F401

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include "flotilla/common/env.h"
+#include "flotilla/common/strings.h"
+
 namespace flotilla::comm::shm {
 namespace {
 
@@ -65,7 +68,9 @@ CacheSizes CacheSizes::Detect() {
 }
 
 size_t MaxChunk(const CacheSizes& caches, int ranks) {
-  if (const char* v = std::getenv("FLOTILLA_SHM_CHUNK")) return RoundUp(std::atoll(v), 4 * kKB);
+  if (env::Get("FLOTILLA_SHM_CHUNK")) {
+    return RoundUp(env::GetIntInRange("FLOTILLA_SHM_CHUNK", 0, int64_t{4} << 10, int64_t{64} << 20), 4 * kKB);
+  }
   const size_t fit = caches.l2 / 2 / (size_t(kDepth) * size_t(std::max(ranks, 1)));
   return std::clamp(RoundDown(fit, 4 * kKB), 4 * kKB, 256 * kKB);
 }
@@ -76,7 +81,9 @@ size_t ChunkFor(size_t region_bytes, size_t max_chunk) {
 }
 
 bool StreamFor(size_t bytes, const CacheSizes& caches) {
-  if (const char* v = std::getenv("FLOTILLA_SHM_STREAM")) return bytes >= size_t(std::atoll(v));
+  if (env::Get("FLOTILLA_SHM_STREAM")) {
+    return bytes >= size_t(env::GetIntInRange("FLOTILLA_SHM_STREAM", 0, 0, INT64_MAX));
+  }
   // Measured (docs/comm.md): streaming stores lose while the buffer fits the
   // last-level cache, since the next call reads it back from there.
   return bytes >= (caches.l3 ? caches.l3 : 8 * caches.l2);

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <thread>
 
 #include "comm/store/socket_util.h"
@@ -316,68 +318,273 @@ std::string ReadReply(int fd) {
   return body;
 }
 
+// Plays a store at a listener of its own: answers one client's challenge
+// with `nonce` and its hello with Ok and the proof `prove` computes from
+// both nonces. Returns what the client sent (the challenge request, then
+// the hello).
+class FakeStore {
+ public:
+  using Prover = std::function<std::string(const std::string& nonce, const std::string& client)>;
+  explicit FakeStore(Prover prove) : listener_(net::Listen("127.0.0.1", 0)) {
+    port_ = net::LocalPort(listener_.get());
+    thread_ = std::thread([this, prove = std::move(prove)] { Serve(prove); });
+  }
+  ~FakeStore() { Join(); }
+  int port() const { return port_; }
+  const std::string& Join() {
+    if (thread_.joinable()) thread_.join();
+    return seen_;
+  }
+  static constexpr char kNonce[] = "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn";
+
+ private:
+  void Serve(const Prover& prove) {
+    net::Fd conn(::accept(listener_.get(), nullptr, nullptr));
+    seen_ = ReadReply(conn.get());  // the challenge request
+    if (seen_.size() < 5) return;
+    wire::Reader r(reinterpret_cast<const uint8_t*>(seen_.data()) + 1, seen_.size() - 1);
+    const std::string client_nonce = r.str();
+    const Bytes challenge = wire::Writer().u8(wire::kOk).str(kNonce).Framed();
+    net::SendAll(conn.get(), challenge.data(), challenge.size());
+    seen_ += ReadReply(conn.get());  // the hello
+    const Bytes ok = wire::Writer().u8(wire::kOk).str(prove(kNonce, client_nonce)).Framed();
+    net::SendAll(conn.get(), ok.data(), ok.size());
+    char c;
+    (void)!::recv(conn.get(), &c, 1, 0);  // until the client closes
+  }
+  net::Fd listener_;
+  int port_ = 0;
+  std::string seen_;
+  std::thread thread_;
+};
+
 // The secret never crosses the network: a listener posing as the store sees
-// a challenge request and a proof that answers its nonce, never the token.
+// a challenge request and a proof that answers both nonces, never the token.
 TEST(TCPStoreAuth, TheTokenNeverCrossesTheWire) {
   const std::string token = "the-job-secret-0123456789abcdef";
-  net::Fd listener = net::Listen("127.0.0.1", 0);
-  const int port = net::LocalPort(listener.get());
-  const std::string nonce(wire::kNonceBytes, 'n');
-  std::string seen;
-  std::thread fake([&] {
-    net::Fd conn(::accept(listener.get(), nullptr, nullptr));
-    seen = ReadReply(conn.get());  // the challenge request
-    const Bytes challenge = wire::Writer().u8(wire::kOk).str(nonce).Framed();
-    net::SendAll(conn.get(), challenge.data(), challenge.size());
-    seen += ReadReply(conn.get());  // the hello
-    const Bytes ok = wire::Writer().u8(wire::kOk).Framed();
-    net::SendAll(conn.get(), ok.data(), ok.size());
+  FakeStore fake([&](const std::string& nonce, const std::string& client) {
+    return wire::ServerProof(token, nonce, client);
   });
   TCPStoreOptions o;
   o.token = token;
-  TCPStore store("127.0.0.1", port, o);
-  fake.join();
+  auto store = std::make_unique<TCPStore>("127.0.0.1", fake.port(), o);
+  store.reset();
+  const std::string seen = fake.Join();
   EXPECT_EQ(seen.find(token), std::string::npos);
-  EXPECT_NE(seen.find(wire::HelloProof(token, nonce)), std::string::npos);
+  ASSERT_GT(seen.size(), 5u + wire::kNonceBytes);
+  const std::string client_nonce = seen.substr(5, wire::kNonceBytes);
+  EXPECT_NE(seen.find(wire::HelloProof(token, FakeStore::kNonce, client_nonce)),
+            std::string::npos);
   EXPECT_EQ(static_cast<uint8_t>(seen[0]), wire::kChallenge);
 }
 
-// A proof is worth one connection: replayed on another (another nonce), or
+// Mutual authentication: a store that cannot prove the secret (an impostor
+// echoing Ok, one proving another secret, or replaying the client's own
+// proof) is refused by a client holding the token, with a clear error.
+TEST(TCPStoreAuth, AClientRefusesAStoreThatCannotProveTheSecret) {
+  const std::string token = "the-job-secret-0123456789abcdef";
+  const std::vector<std::pair<std::string, FakeStore::Prover>> impostors = {
+      {"bare ok", [](const std::string&, const std::string&) { return std::string(); }},
+      {"another secret",
+       [](const std::string& n, const std::string& c) { return wire::ServerProof("guess", n, c); }},
+      {"the client's own proof",
+       [&](const std::string& n, const std::string& c) { return wire::HelloProof(token, n, c); }},
+  };
+  for (const auto& [name, prove] : impostors) {
+    FakeStore fake(prove);
+    TCPStoreOptions o;
+    o.token = token;
+    o.connect_timeout = 2s;
+    try {
+      TCPStore store("127.0.0.1", fake.port(), o);
+      ADD_FAILURE() << "accepted an impostor store answering with " << name;
+    } catch (const Unavailable& e) {
+      EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(fake.port()) +
+                                           " did not prove the job secret"),
+                std::string::npos)
+          << name << ": " << e.what();
+    }
+  }
+  // The real store proves it.
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, token);
+  TCPStoreOptions o;
+  o.token = token;
+  ConnectStore(server->address(), o)->setString("k", "v");
+}
+
+// Speaks the wire protocol by hand on a raw connection.
+struct WireClient {
+  explicit WireClient(int port) {
+    std::string error;
+    fd = net::TryConnect("127.0.0.1", port, &error);
+    EXPECT_TRUE(fd) << error;
+  }
+  bool Send(const wire::Writer& w) const {
+    const Bytes b = w.Framed();
+    return net::SendAll(fd.get(), b.data(), b.size());
+  }
+  // The server's nonce, after asking with a client nonce.
+  std::string Challenge(const std::string& client_nonce) const {
+    EXPECT_TRUE(Send(wire::Writer().u8(wire::kChallenge).str(client_nonce)));
+    const std::string reply = ReadReply(fd.get());
+    if (reply.size() < 5) return "";
+    wire::Reader r(reinterpret_cast<const uint8_t*>(reply.data()) + 1, reply.size() - 1);
+    return r.str();
+  }
+  uint8_t Hello(const std::string& proof) const {
+    EXPECT_TRUE(Send(wire::Writer().u8(wire::kHello).str(proof)));
+    const std::string reply = ReadReply(fd.get());
+    return reply.empty() ? 0xff : static_cast<uint8_t>(reply[0]);
+  }
+  net::Fd fd;
+};
+
+// A proof is worth one connection: replayed on another (other nonces), or
 // sent without asking for a challenge, it is refused.
 TEST(TCPStoreAuth, AProofIsNotReplayable) {
   const std::string token = "the-job-secret-0123456789abcdef";
   auto server = TCPStoreServer::Start("127.0.0.1", 0, token);
-  auto connect = [&] {
-    std::string error;
-    net::Fd fd = net::TryConnect("127.0.0.1", server->port(), &error);
-    EXPECT_TRUE(fd) << error;
-    return fd;
-  };
-  auto send = [](const net::Fd& fd, const wire::Writer& w) {
-    const Bytes b = w.Framed();
-    return net::SendAll(fd.get(), b.data(), b.size());
-  };
-  auto hello = [&](const net::Fd& fd, const std::string& proof) {
-    EXPECT_TRUE(send(fd, wire::Writer().u8(wire::kHello).str(proof)));
-    return static_cast<uint8_t>(ReadReply(fd.get())[0]);
-  };
-  auto challenge = [&](const net::Fd& fd) {
-    EXPECT_TRUE(send(fd, wire::Writer().u8(wire::kChallenge)));
-    const std::string reply = ReadReply(fd.get());
-    wire::Reader r(reinterpret_cast<const uint8_t*>(reply.data()) + 1, reply.size() - 1);
-    return r.str();
-  };
-  net::Fd first = connect();
-  const std::string nonce = challenge(first);
+  const std::string client_nonce(wire::kNonceBytes, 'c');
+  WireClient first(server->port());
+  const std::string nonce = first.Challenge(client_nonce);
   ASSERT_EQ(nonce.size(), wire::kNonceBytes);
-  const std::string proof = wire::HelloProof(token, nonce);
-  EXPECT_EQ(hello(first, proof), wire::kOk);
-  net::Fd second = connect();
-  EXPECT_NE(challenge(second), nonce) << "every connection gets a fresh nonce";
-  EXPECT_EQ(hello(second, proof), wire::kRefused);
-  net::Fd third = connect();
-  EXPECT_EQ(hello(third, proof), wire::kRefused) << "a hello without a challenge";
+  const std::string proof = wire::HelloProof(token, nonce, client_nonce);
+  EXPECT_EQ(first.Hello(proof), wire::kOk);
+  WireClient second(server->port());
+  EXPECT_NE(second.Challenge(client_nonce), nonce) << "every connection gets a fresh nonce";
+  EXPECT_EQ(second.Hello(proof), wire::kRefused);
+  WireClient third(server->port());
+  EXPECT_EQ(third.Hello(proof), wire::kRefused) << "a hello without a challenge";
   EXPECT_EQ(server->refused(), 2);
+}
+
+// Before authentication a client gets one challenge: one that asks again
+// without reading (the hello flood of issue 32) is refused at the second,
+// its replies never pile up, and the refusal is counted.
+TEST(TCPStoreFlood, AChallengeFloodWithoutReadingIsRefusedAtTheSecond) {
+  TCPStoreServerOptions options;
+  options.token = "secret";
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, options);
+  const double before = trace::AuthRefusals("store", "repeated_challenge");
+  const double bare = trace::AuthRefusals("store", "bad_request");
+  RawConn flood(server->port());
+  const std::string ask = Frame(37, std::string(1, char(wire::kChallenge)) +
+                                        std::string("\x20\0\0\0", 4) + std::string(32, 'c'));
+  std::string asks;
+  for (int i = 0; i < 1000; ++i) asks += ask;
+  flood.Send(asks);
+  EXPECT_TRUE(flood.ClosedWithin(2s));
+  EXPECT_EQ(trace::AuthRefusals("store", "repeated_challenge"), before + 1);
+  // The probe of issue 32: 5-byte challenge requests without a client nonce.
+  RawConn old(server->port());
+  old.Send(Frame(1, std::string(1, char(wire::kChallenge))));
+  EXPECT_TRUE(old.ClosedWithin(2s));
+  EXPECT_EQ(trace::AuthRefusals("store", "bad_request"), bare + 1);
+}
+
+// Unauthenticated connections that stay idle, or send a byte at a time, or
+// hold a partial frame, are closed at the hello deadline and counted; a
+// client that authenticates is served meanwhile.
+TEST(TCPStoreFlood, SilentAndSlowClientsAreClosedAtTheHelloDeadline) {
+  TCPStoreServerOptions options;
+  options.token = "secret";
+  options.hello_timeout = 500ms;
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, options);
+  const double before = trace::AuthRefusals("store", "hello_timeout");
+  std::vector<std::unique_ptr<RawConn>> idle;
+  for (int i = 0; i < 50; ++i) idle.push_back(std::make_unique<RawConn>(server->port()));
+  RawConn partial(server->port());
+  partial.Send(Frame(200, std::string(100, 'x')));  // under the limit, never finished
+  RawConn trickle(server->port());
+  const auto start = std::chrono::steady_clock::now();
+  TCPStoreOptions good;
+  good.token = "secret";
+  auto store = ConnectStore(server->address(), good);
+  bool trickle_closed = false;
+  const Bytes framed = wire::Writer().u8(wire::kChallenge).str(std::string(32, 'c')).Framed();
+  const std::string ask(framed.begin(), framed.end());  // 41 bytes: 2 s at this pace
+  for (size_t i = 0; i < 40 && !trickle_closed; ++i) {
+    trickle.Send(ask.substr(i % ask.size(), 1));
+    trickle_closed = trickle.ClosedWithin(50ms);
+    store->setString("k" + std::to_string(i), "v");
+  }
+  EXPECT_TRUE(trickle_closed) << "a byte-at-a-time client outlived the hello deadline";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+  EXPECT_TRUE(partial.ClosedWithin(1s));
+  for (auto& c : idle) EXPECT_TRUE(c->ClosedWithin(1s));
+  EXPECT_EQ(trace::AuthRefusals("store", "hello_timeout"), before + 52);
+  EXPECT_EQ(store->getString("k0"), "v");
+  EXPECT_EQ(server->clients(), 1);
+}
+
+// Past max_unauthenticated, the oldest unauthenticated client is closed for
+// each new one: a flood of idle connections cannot lock the job's ranks out.
+TEST(TCPStoreFlood, PastTheCapTheOldestUnauthenticatedClientMakesRoom) {
+  TCPStoreServerOptions options;
+  options.token = "secret";
+  options.max_unauthenticated = 8;
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, options);
+  const double before = trace::AuthRefusals("store", "unauthenticated_limit");
+  std::vector<std::unique_ptr<RawConn>> idle;
+  for (int i = 0; i < 40; ++i) idle.push_back(std::make_unique<RawConn>(server->port()));
+  TCPStoreOptions good;
+  good.token = "secret";
+  good.connect_timeout = 10s;
+  auto store = ConnectStore(server->address(), good);
+  store->setString("k", "v");
+  EXPECT_EQ(store->getString("k"), "v");
+  EXPECT_TRUE(idle.front()->ClosedWithin(1s));
+  EXPECT_GE(trace::AuthRefusals("store", "unauthenticated_limit"), before + 32);
+  EXPECT_LE(server->clients(), 1 + 8);
+}
+
+// An error reply to a client that has not authenticated names no source file.
+TEST(TCPStoreFlood, ErrorRepliesBeforeAuthenticationCarryNoSourcePaths) {
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, "secret");
+  WireClient c(server->port());
+  ASSERT_TRUE(c.Send(wire::Writer().u8(wire::kSet).str("k").str("v")));
+  const std::string reply = ReadReply(c.fd.get());
+  ASSERT_FALSE(reply.empty());
+  EXPECT_EQ(static_cast<uint8_t>(reply[0]), wire::kBadRequest);
+  EXPECT_EQ(reply.find(".cc"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("before authenticating"), std::string::npos) << reply;
+}
+
+// Resident memory of this process (the server runs in it), in bytes.
+int64_t ResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// An authenticated client that pipelines requests without reading the
+// replies is held back: the server stops reading it past 1 MiB
+// of unread replies instead of buffering every answer, and resumes when the
+// client reads.
+TEST(TCPStoreFlood, AnAuthenticatedClientsUnreadRepliesAreBounded) {
+  auto server = TCPStoreServer::Start("127.0.0.1", 0, "secret");
+  TCPStoreOptions good;
+  good.token = "secret";
+  ConnectStore(server->address(), good)->set("big", Bytes(1 << 20, 7));
+  WireClient c(server->port());
+  const std::string client_nonce(wire::kNonceBytes, 'c');
+  const std::string nonce = c.Challenge(client_nonce);
+  ASSERT_EQ(c.Hello(wire::HelloProof("secret", nonce, client_nonce)), wire::kOk);
+  const int64_t before = ResidentBytes();
+  constexpr int kGets = 200;  // 200 MiB of replies
+  const Bytes get = wire::Writer().u8(wire::kGet).str(std::string("big")).i64(1000).Framed();
+  std::string gets;
+  for (int i = 0; i < kGets; ++i) gets.append(get.begin(), get.end());
+  ASSERT_TRUE(net::SendAll(c.fd.get(), gets.data(), gets.size()));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LT(ResidentBytes() - before, int64_t{32} << 20) << "the server buffered the replies";
+  for (int i = 0; i < kGets; ++i) {
+    const std::string reply = ReadReply(c.fd.get());
+    ASSERT_EQ(reply.size(), 1u + 4 + (1 << 20)) << "reply " << i;
+  }
 }
 
 TEST(TCPStoreBounds, KeyCountsAreCheckedAgainstTheLimitAndTheBytesLeft) {

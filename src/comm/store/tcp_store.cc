@@ -11,6 +11,7 @@
 #include "comm/store/wire.h"
 #include "flotilla/comm/hash_store.h"
 #include "flotilla/common/enforce.h"
+#include "flotilla/common/job_secret.h"
 #include "flotilla/common/strings.h"
 
 namespace flotilla::comm {
@@ -75,42 +76,75 @@ void TCPStore::HandshakeLocked(std::chrono::milliseconds budget) {
 }
 
 void TCPStore::Connect(std::chrono::milliseconds budget) {
-  auto deadline = Clock::now() + budget;
+  const auto deadline = Clock::now() + budget;
   auto pause = std::chrono::milliseconds(20);
   std::string error;
   while (true) {
     net::Fd fd = net::TryConnect(host_, port_, &error);
     if (fd) {
       fd_ = fd.release();
-      break;
+      if (tls_context_) HandshakeLocked(budget);
+      if (AuthenticateLocked(Clock::now() + budget + kReplySlack)) return;
+      error = "the store closed the connection before authenticating it";
     }
     FLOTILLA_CHECK(Clock::now() < deadline, Unavailable, "cannot reach store at ", address(),
                    " within ", budget.count(), "ms: ", error);
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
-  if (tls_context_) HandshakeLocked(budget);
-  // Challenge-response (wire.h): the secret itself never crosses the network.
-  const auto reply_deadline = Clock::now() + budget + kReplySlack;
-  const Bytes challenge = wire::Writer().u8(wire::kChallenge).Framed();
+}
+
+// Challenge-response both ways (wire.h): the secret itself never crosses
+// the network, and the store proves it holds the secret too.
+bool TCPStore::AuthenticateLocked(Clock::time_point deadline) {
+  const std::string client_nonce = RandomBytes(wire::kNonceBytes);
+  const Bytes challenge = wire::Writer().u8(wire::kChallenge).str(client_nonce).Framed();
   Bytes reply;
-  bool ok = SendLocked(challenge.data(), challenge.size()) &&
-            RecvReply(reply_deadline, &reply) == 1 && reply[0] == wire::kOk;
-  if (ok) {
-    wire::Reader r(reply.data() + 1, reply.size() - 1);
-    const std::string nonce = r.str();
-    const Bytes hello =
-        wire::Writer().u8(wire::kHello).str(wire::HelloProof(options_.token, nonce)).Framed();
-    ok = SendLocked(hello.data(), hello.size()) && RecvReply(reply_deadline, &reply) == 1 &&
-         reply[0] == wire::kOk;
+  int rc = SendLocked(challenge.data(), challenge.size())
+               ? RecvReply(deadline, &reply, wire::kMaxPreAuthMessage)
+               : 0;
+  std::string nonce;
+  std::string server_proof;
+  if (rc == 1 && reply[0] == wire::kOk) {
+    try {
+      nonce = wire::Reader(reply.data() + 1, reply.size() - 1).str();
+    } catch (const Corruption&) {
+    }
+    const Bytes hello = wire::Writer()
+                            .u8(wire::kHello)
+                            .str(wire::HelloProof(options_.token, nonce, client_nonce))
+                            .Framed();
+    rc = SendLocked(hello.data(), hello.size())
+             ? RecvReply(deadline, &reply, wire::kMaxPreAuthMessage)
+             : 0;
+    if (rc == 1 && reply[0] == wire::kOk) {
+      try {
+        server_proof = wire::Reader(reply.data() + 1, reply.size() - 1).str();
+      } catch (const Corruption&) {  // a bare Ok proves nothing
+      }
+      // Without a token there is nothing to prove either way.
+      if (options_.token.empty() ||
+          SecretEquals(server_proof, wire::ServerProof(options_.token, nonce, client_nonce))) {
+        return true;
+      }
+      CloseLocked();
+      FLOTILLA_THROW(Unavailable, "store at ", address(),
+                     " did not prove the job secret: refusing it (an impostor listening at "
+                     "that address, or a store started without the job's secret; "
+                     "FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET)");
+    }
   }
-  if (ok) return;
   const std::string tls_error = tls_ ? tls_->error() : "";
   CloseLocked();
-  // A refusal that says why (a store with TLS refusing a plaintext client).
-  if (reply.size() > 5 && reply[0] == wire::kRefused) {
-    wire::Reader r(reply.data() + 1, reply.size() - 1);
-    FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the connection: ", r.str());
+  if (rc == 1 && reply[0] == wire::kRefused) {
+    // A refusal that says why (a store with TLS refusing a plaintext client).
+    if (reply.size() > 5) {
+      wire::Reader r(reply.data() + 1, reply.size() - 1);
+      FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the connection: ", r.str());
+    }
+    FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the token (",
+                   options_.token.empty() ? "none was sent" : "not the job secret it expects",
+                   "; FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET)");
   }
   // With TLS 1.3 a store refuses a client's certificate after the client
   // finished its side of the handshake: the first read fails.
@@ -119,16 +153,16 @@ void TCPStore::Connect(std::chrono::milliseconds budget) {
                    tls_error, " (its CA did not sign this client's certificate ",
                    kTlsCertEnv, ", or there is none)");
   }
-  FLOTILLA_THROW(Unavailable, "store at ", address(), " refused the token (",
-                 options_.token.empty() ? "none was sent" : "not the job secret it expects",
-                 "; FLOTILLA_JOB_SECRET_FILE / FLOTILLA_JOB_SECRET)");
+  FLOTILLA_CHECK(rc != 1, Unavailable, "store at ", address(),
+                 " answered the challenge with an unexpected status ", int(reply[0]));
+  return false;  // closed (a crowded store) or silent: retried
 }
 
-int TCPStore::RecvReply(Clock::time_point deadline, Bytes* body) {
+int TCPStore::RecvReply(Clock::time_point deadline, Bytes* body, uint32_t max_bytes) {
   uint32_t n = 0;
   const int rc = RecvLocked(&n, 4, deadline);
   if (rc != 1) return rc;
-  if (n == 0 || n > wire::kMaxMessage) return 0;
+  if (n == 0 || n > wire::kMaxMessage || n > max_bytes) return 0;
   body->resize(n);
   return RecvLocked(body->data(), n, deadline);
 }

@@ -2,6 +2,15 @@
 // and every client connection. Requests that must wait (get, wait) are parked
 // with a deadline and answered when a set/add supplies their keys or when the
 // deadline passes; the poll timeout is the nearest deadline, so nothing spins.
+//
+// Before a client has proved the secret it costs the server a few hundred
+// bytes and a few seconds at most: its frames and its reply backlog are
+// capped (wire.h), it is closed at its hello deadline, and past
+// max_unauthenticated such clients the oldest is closed for each new one.
+// Every such close is counted in /metrics with its reason. After the proof,
+// nothing more is read from a client while it has kMaxParkedPerClient
+// requests parked or more than kOutHighWater bytes of replies unread, so
+// its buffers hold at most about one frame each way.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -28,6 +37,28 @@ namespace flotilla::comm {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// Replies buffered for an authenticated client before the server stops
+// reading its requests until it reads them.
+constexpr size_t kOutHighWater = 1u << 20;
+// Requests of one client waiting for keys before the server stops reading
+// its requests until one is answered (a TCPStore client has one at most).
+constexpr int kMaxParkedPerClient = 64;
+// Connections accepted per wake-up, so that clients already accepted get
+// to answer their challenges between batches.
+constexpr int kAcceptBatch = 64;
+// A client closed for room younger than this had no fair chance to
+// authenticate: the server then accepts more slowly (from kMinBackoff,
+// doubling to kMaxBackoff) instead of churning.
+constexpr auto kFairChance = std::chrono::milliseconds(250);
+constexpr auto kMinBackoff = std::chrono::milliseconds(10);
+constexpr auto kMaxBackoff = std::chrono::milliseconds(1000);
+// How long a closing connection may take to read its last reply.
+constexpr auto kLinger = std::chrono::seconds(1);
+
+}  // namespace
+
 class TCPStoreServerImpl {
  public:
   TCPStoreServerImpl(const std::string& host, int port, TCPStoreServerOptions options);
@@ -46,9 +77,16 @@ class TCPStoreServerImpl {
     std::string peer;  // "ip:port" of the client
     std::unique_ptr<tls::Session> tls;  // with TLS, once the client opened a handshake
     bool want_write = false;            // the TLS session waits to write
-    std::string nonce;  // the challenge sent, until the hello answers it
+    std::string nonce;         // the challenge sent, until the hello answers it
+    std::string client_nonce;  // the client's, with it
+    bool challenged = false;   // a challenge was answered (one per connection)
     bool authed = false;
     bool closing = false;  // close once `out` is flushed
+    bool paused = false;   // reading stopped while Busy()
+    int parked = 0;        // requests of this client in parked_
+    Clock::time_point accepted{};
+    // Before authentication: the hello deadline; closing: the linger end.
+    Clock::time_point deadline = Clock::time_point::max();
   };
   struct Parked {
     int fd;
@@ -61,7 +99,22 @@ class TCPStoreServerImpl {
   void Loop();
   int PollTimeoutMs() const;
   void Accept();
+  int Unauthenticated() const;
+  // Closes the oldest unauthenticated client to make room for a new one;
+  // true when it had been connected less than kFairChance.
+  bool EvictOldest(Clock::time_point now);
+  // Closes clients past their hello deadline or linger.
+  void ExpireConnections();
+  // Nothing more is read from an authenticated client while this holds.
+  static bool Busy(const Conn& c) {
+    return c.parked >= kMaxParkedPerClient || c.out.size() >= kOutHighWater;
+  }
   void ReadFrom(Conn& c);
+  // Handles the whole frames in c.in; false when c was closed.
+  bool HandleFrames(Conn& c);
+  // The peer closed: counted when it asked for a challenge and never answered.
+  void Lost(Conn& c);
+  void CloseAfterReply(Conn& c);
   void WriteTo(Conn& c);
   // With TLS: true once c's handshake is done; refuses a plaintext client.
   bool StartTls(Conn& c);
@@ -69,9 +122,12 @@ class TCPStoreServerImpl {
   // failed, -1 would block.
   long Receive(Conn& c, void* data, size_t n);
   long Transmit(Conn& c, const void* data, size_t n);
-  // Counts, logs and closes (after `reply`, when given) a refused client.
-  void RefuseClient(Conn& c, const std::string& why, const wire::Writer* reply);
+  // Counts (under `reason`), logs and closes (after `reply`, when given) a
+  // client refused before it authenticated.
+  void RefuseClient(Conn& c, const char* reason, const std::string& why,
+                    const wire::Writer* reply);
   void HandleMessage(Conn& c, wire::Reader& r);
+  void HandleChallenge(Conn& c, wire::Reader& r);
   void HandleHello(Conn& c, const std::string& proof);
   void HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r);
   void Park(Conn& c, uint8_t cmd, std::vector<std::string> keys, int64_t timeout_ms);
@@ -86,12 +142,15 @@ class TCPStoreServerImpl {
   TCPStoreServerOptions options_;
   std::shared_ptr<tls::Context> tls_;  // null: plaintext
   // Out of descriptors: the listening socket rests until then (no spin).
+  // Also after a batch that closed clients younger than kFairChance.
   Clock::time_point accept_paused_until_{};
+  std::chrono::milliseconds backoff_ = kMinBackoff;
+  std::map<std::string, int64_t> refusals_by_reason_;  // for logging the 1st, 10th, 100th...
   net::Fd listen_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
   std::atomic<int> clients_{0};  // conns_.size(), for other threads
-  std::atomic<int64_t> refused_{0};  // hellos refused for a wrong or missing secret
+  std::atomic<int64_t> refused_{0};  // clients refused or closed before authenticating
   // Owned by the server thread only.
   std::map<int, Conn> conns_;
   std::list<Parked> parked_;
@@ -129,6 +188,11 @@ int TCPStoreServerImpl::PollTimeoutMs() const {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p.deadline - now).count();
     ms = std::min<int64_t>(ms, std::max<int64_t>(left + 1, 0));
   }
+  for (const auto& [fd, c] : conns_) {
+    if (c.deadline == Clock::time_point::max()) continue;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now).count();
+    ms = std::min<int64_t>(ms, std::max<int64_t>(left + 1, 0));
+  }
   return static_cast<int>(ms);
 }
 
@@ -141,7 +205,10 @@ void TCPStoreServerImpl::Loop() {
     fds.push_back({accepting ? listen_.get() : -1, POLLIN, 0});
     for (auto& [fd, c] : conns_) {
       const bool write = !c.out.empty() || c.want_write;
-      fds.push_back({fd, static_cast<short>(POLLIN | (write ? POLLOUT : 0)), 0});
+      // A closing client's bytes are drained and dropped (a TLS one's are not
+      // read: its linger ends it).
+      const bool read = c.closing ? !tls_ : !c.paused;
+      fds.push_back({fd, static_cast<short>((read ? POLLIN : 0) | (write ? POLLOUT : 0)), 0});
     }
     int rc = ::poll(fds.data(), fds.size(), PollTimeoutMs());
     if (rc < 0 && errno != EINTR) {
@@ -153,13 +220,23 @@ void TCPStoreServerImpl::Loop() {
       for (size_t i = 2; i < fds.size(); ++i) {
         auto it = conns_.find(fds[i].fd);
         if (it == conns_.end()) continue;
-        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadFrom(it->second);
-        if (fds[i].revents & POLLOUT) WriteTo(it->second);
+        Conn& c = it->second;
+        if (c.paused && !c.closing && (fds[i].revents & (POLLHUP | POLLERR))) {
+          Lost(c);  // gone while its request was parked
+          continue;
+        }
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadFrom(c);
+        if (fds[i].revents & POLLOUT) WriteTo(c);
         // A TLS session that waited to write may now read what it holds.
-        if ((fds[i].revents & POLLOUT) && it->second.tls) ReadFrom(it->second);
+        if ((fds[i].revents & POLLOUT) && c.tls) ReadFrom(c);
       }
     }
     ExpireParked();
+    ExpireConnections();
+    // Clients that were busy and are not any more: read what they sent.
+    for (auto& [fd, c] : conns_) {
+      if (c.paused && !Busy(c) && c.fd.get() >= 0) ReadFrom(c);
+    }
     for (auto it = conns_.begin(); it != conns_.end();) {
       bool dead = it->second.fd.get() < 0 || (it->second.closing && it->second.out.empty());
       if (dead) {
@@ -174,7 +251,8 @@ void TCPStoreServerImpl::Loop() {
 }
 
 void TCPStoreServerImpl::Accept() {
-  while (true) {
+  bool crowded = false;  // a client was closed for room before its fair chance
+  for (int i = 0; i < kAcceptBatch; ++i) {
     sockaddr_storage from{};
     socklen_t from_len = sizeof(from);
     int fd = ::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&from), &from_len,
@@ -186,44 +264,120 @@ void TCPStoreServerImpl::Accept() {
       accept_paused_until_ = Clock::now() + std::chrono::milliseconds(100);
       return;
     }
-    if (fd < 0) return;
+    if (fd < 0) break;
+    const auto now = Clock::now();
+    if (Unauthenticated() >= options_.max_unauthenticated) crowded |= EvictOldest(now);
     net::SetNoDelay(fd);
-    conns_[fd].fd = net::Fd(fd);
-    conns_[fd].peer = net::PeerName(from);
+    // A client closed for room in this batch may have had this number:
+    // nothing of it carries over.
+    conns_.erase(fd);
+    Conn& c = conns_[fd];
+    c.fd = net::Fd(fd);
+    c.peer = net::PeerName(from);
+    c.accepted = now;
+    c.deadline = now + options_.hello_timeout;
+  }
+  // Clients closed young mean a flood: accept the next batch a little later
+  // (longer each time), so the clients accepted can answer their challenges.
+  if (crowded) {
+    accept_paused_until_ = Clock::now() + backoff_;
+    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  } else {
+    backoff_ = kMinBackoff;
   }
 }
 
+int TCPStoreServerImpl::Unauthenticated() const {
+  int n = 0;
+  for (const auto& [fd, c] : conns_) n += !c.authed && c.fd.get() >= 0;
+  return n;
+}
+
+bool TCPStoreServerImpl::EvictOldest(Clock::time_point now) {
+  Conn* oldest = nullptr;
+  for (auto& [fd, c] : conns_) {
+    if (!c.authed && c.fd.get() >= 0 && (!oldest || c.accepted < oldest->accepted)) oldest = &c;
+  }
+  if (oldest == nullptr) return false;
+  const bool young = now - oldest->accepted < kFairChance;
+  RefuseClient(*oldest, "unauthenticated_limit",
+               StrCat("closed to make room: more than ", options_.max_unauthenticated,
+                      " clients have not authenticated"),
+               nullptr);
+  return young;
+}
+
+void TCPStoreServerImpl::ExpireConnections() {
+  const auto now = Clock::now();
+  for (auto& [fd, c] : conns_) {
+    if (c.fd.get() < 0 || now < c.deadline) continue;
+    if (c.closing) {
+      c.fd = net::Fd();  // did not read its last reply in time
+    } else {
+      RefuseClient(c, "hello_timeout",
+                   StrCat("did not authenticate within ", options_.hello_timeout.count(), " ms"),
+                   nullptr);
+    }
+  }
+}
+
+void TCPStoreServerImpl::Lost(Conn& c) {
+  if (!c.authed && c.challenged && !c.closing) {
+    RefuseClient(c, "challenge_only", "closed after asking for a challenge", nullptr);
+  }
+  c.fd = net::Fd();
+}
+
+void TCPStoreServerImpl::CloseAfterReply(Conn& c) {
+  c.closing = true;
+  c.deadline = std::min(c.deadline, Clock::now() + kLinger);
+}
+
+// Reads no more than the next frame can need before an authenticated
+// client is known (a pre-authentication frame at most), and stops reading a
+// Busy() client; a closing client's bytes are dropped.
 void TCPStoreServerImpl::ReadFrom(Conn& c) {
   uint8_t buf[65536];
   if (c.fd.get() < 0 || (tls_ && !StartTls(c))) return;
-  while (true) {
-    const long k = Receive(c, buf, sizeof(buf));
-    if (k > 0) {
-      c.in.insert(c.in.end(), buf, buf + k);
-      if (!c.authed && c.in.size() > 4 + wire::kMaxPreAuthMessage) {
-        log::Warn("TCPStoreServer {}: closed a connection sending more than {} bytes before "
-                  "authenticating", address(), wire::kMaxPreAuthMessage);
-        c.fd = net::Fd();
-        return;
-      }
-      continue;
+  c.paused = false;
+  while (c.fd.get() >= 0) {
+    if (!c.closing && !HandleFrames(c)) return;
+    if (!c.closing && Busy(c)) {
+      c.paused = true;
+      return;
     }
-    if (k < 0) break;
-    c.fd = net::Fd();  // closed or failed
-    return;
+    size_t room = sizeof(buf);
+    if (!c.authed && !c.closing) room = 4 + wire::kMaxPreAuthMessage - c.in.size();
+    const long k = Receive(c, buf, room);
+    if (k < 0) return;
+    if (k == 0) {
+      Lost(c);
+      return;
+    }
+    if (!c.closing) c.in.insert(c.in.end(), buf, buf + k);
   }
+}
+
+bool TCPStoreServerImpl::HandleFrames(Conn& c) {
   size_t pos = 0;
-  while (c.in.size() - pos >= 4 && !c.closing) {
+  while (c.in.size() - pos >= 4 && !c.closing && c.fd.get() >= 0 && !Busy(c)) {
     uint32_t n;
     std::memcpy(&n, c.in.data() + pos, 4);
     // Checked before the body is buffered: a client that has not proved
-    // the secret cannot make the server hold more than 64 KiB for it.
+    // the secret cannot make the server hold more than a small frame.
     const uint32_t limit = c.authed ? options_.max_message_bytes : wire::kMaxPreAuthMessage;
+    if (n > limit && !c.authed) {
+      RefuseClient(c, "oversized_frame",
+                   StrCat("announced a ", n, "-byte message before authenticating (limit ", limit,
+                          ")"),
+                   nullptr);
+      return false;
+    }
     if (n > limit) {
       log::Warn("TCPStoreServer {}: closed a connection announcing a {}-byte message (limit {})",
                 address(), n, limit);
       c.fd = net::Fd();
-      return;
+      return false;
     }
     if (c.in.size() - pos - 4 < n) break;
     wire::Reader r(c.in.data() + pos + 4, n);
@@ -231,11 +385,19 @@ void TCPStoreServerImpl::ReadFrom(Conn& c) {
     try {
       HandleMessage(c, r);
     } catch (const std::exception& e) {  // Error, or bad_alloc: the server lives on
-      Reply(c, wire::Writer().u8(wire::kBadRequest).str(e.what()));
-      c.closing = true;
+      if (c.authed) {
+        Reply(c, wire::Writer().u8(wire::kBadRequest).str(e.what()));
+        CloseAfterReply(c);
+      } else {  // no source locations for a client that has not authenticated
+        const auto reply = wire::Writer().u8(wire::kBadRequest).str(
+            "malformed request before authenticating");
+        RefuseClient(c, "bad_request", StrCat("a malformed request: ", e.what()), &reply);
+      }
     }
   }
+  if (c.fd.get() < 0) return false;
   c.in.erase(c.in.begin(), c.in.begin() + pos);
+  return true;
 }
 
 void TCPStoreServerImpl::WriteTo(Conn& c) {
@@ -272,7 +434,7 @@ bool TCPStoreServerImpl::StartTls(Conn& c) {
       const auto reply = wire::Writer().u8(wire::kRefused).str(StrCat(
           "the store at ", address(), " serves TLS only: set ", kTlsCaEnv, " (and ",
           kTlsCertEnv, ", ", kTlsKeyEnv, ") as the job's other processes have them"));
-      RefuseClient(c, "a plaintext client (this store serves TLS only)", &reply);
+      RefuseClient(c, "plaintext_client", "a plaintext client (this store serves TLS only)", &reply);
       return false;
     }
     c.tls = std::make_unique<tls::Session>(tls_, c.fd.get(), /*server=*/true, "");
@@ -280,7 +442,7 @@ bool TCPStoreServerImpl::StartTls(Conn& c) {
   const tls::Want want = c.tls->Handshake();
   c.want_write = want == tls::Want::kWrite;
   if (want == tls::Want::kFailed) {
-    RefuseClient(c, "TLS handshake failed: " + c.tls->error(), nullptr);
+    RefuseClient(c, "tls_handshake", "TLS handshake failed: " + c.tls->error(), nullptr);
     return false;
   }
   return want == tls::Want::kNothing;
@@ -310,31 +472,43 @@ long TCPStoreServerImpl::Transmit(Conn& c, const void* data, size_t n) {
   return k > 0 ? k : 0;
 }
 
-void TCPStoreServerImpl::RefuseClient(Conn& c, const std::string& why,
+void TCPStoreServerImpl::RefuseClient(Conn& c, const char* reason, const std::string& why,
                                       const wire::Writer* reply) {
   ++refused_;
-  trace::RecordAuthRefusal(options_.service);
-  log::Warn("TCPStoreServer {} ({}): refused the client at {}: {}", address(), options_.service,
-            c.peer, why);
+  trace::RecordAuthRefusal(options_.service, reason);
+  // A flood must not flood the log too: the 1st, 10th, 100th... per reason.
+  const int64_t n = ++refusals_by_reason_[reason];
+  int64_t p = 1;
+  while (p < n) p *= 10;
+  if (p == n) {
+    log::Warn("TCPStoreServer {} ({}): refused the client at {}: {} ({} refusal{} for {})",
+              address(), options_.service, c.peer, why, n, n == 1 ? "" : "s", reason);
+  }
   if (reply == nullptr) {
     c.fd = net::Fd();
     return;
   }
+  CloseAfterReply(c);
   Reply(c, *reply);
-  c.closing = true;
 }
 
 void TCPStoreServerImpl::Reply(Conn& c, const wire::Writer& w) {
+  if (c.fd.get() < 0) return;
   Bytes framed = w.Framed();
   c.out.insert(c.out.end(), framed.begin(), framed.end());
   WriteTo(c);
+  if (!c.authed && !c.closing && c.out.size() > wire::kMaxPreAuthBacklog && c.fd.get() >= 0) {
+    RefuseClient(c, "unread_replies",
+                 StrCat("left more than ", wire::kMaxPreAuthBacklog,
+                        " bytes of replies unread before authenticating"),
+                 nullptr);
+  }
 }
 
 void TCPStoreServerImpl::HandleMessage(Conn& c, wire::Reader& r) {
   uint8_t cmd = r.u8();
   if (cmd == wire::kChallenge && !c.authed) {
-    c.nonce = RandomBytes(wire::kNonceBytes);
-    Reply(c, wire::Writer().u8(wire::kOk).str(c.nonce));
+    HandleChallenge(c, r);
     return;
   }
   if (cmd == wire::kHello && !c.authed) {
@@ -345,21 +519,48 @@ void TCPStoreServerImpl::HandleMessage(Conn& c, wire::Reader& r) {
   HandleAuthed(c, cmd, r);
 }
 
+// One challenge per connection: a client asking for more is not one of
+// the job's (they ask once), and answering would cost the server bytes.
+void TCPStoreServerImpl::HandleChallenge(Conn& c, wire::Reader& r) {
+  if (c.challenged) {
+    const auto reply = wire::Writer().u8(wire::kRefused);
+    RefuseClient(c, "repeated_challenge", "asked for a second challenge", &reply);
+    return;
+  }
+  std::string client_nonce = r.str();
+  FLOTILLA_CHECK(client_nonce.size() == wire::kNonceBytes, InvalidArgument,
+                 "a challenge request carries a ", wire::kNonceBytes, "-byte nonce, not ",
+                 client_nonce.size());
+  c.challenged = true;
+  c.client_nonce = std::move(client_nonce);
+  c.nonce = RandomBytes(wire::kNonceBytes);
+  Reply(c, wire::Writer().u8(wire::kOk).str(c.nonce));
+}
+
 // Without a token the store is open: any hello is accepted. With one, the
 // proof must answer this connection's challenge (a hello without a
-// challenge is refused), compared in constant time.
+// challenge is refused), compared in constant time, and the Ok carries the
+// server's own proof over both nonces.
 void TCPStoreServerImpl::HandleHello(Conn& c, const std::string& proof) {
   const bool open = options_.token.empty();
-  const bool ok = open || (!c.nonce.empty() &&
-                           SecretEquals(proof, wire::HelloProof(options_.token, c.nonce)));
-  c.nonce.clear();
+  if (!open && c.nonce.empty()) {
+    const auto reply = wire::Writer().u8(wire::kRefused);
+    RefuseClient(c, "no_challenge", "a hello without a challenge", &reply);
+    return;
+  }
+  const bool ok = open || SecretEquals(proof, wire::HelloProof(options_.token, c.nonce,
+                                                                c.client_nonce));
   if (!ok) {
     const auto reply = wire::Writer().u8(wire::kRefused);
-    RefuseClient(c, proof.empty() ? "no job secret" : "a wrong job secret", &reply);
+    RefuseClient(c, "bad_secret", proof.empty() ? "no job secret" : "a wrong job secret", &reply);
     return;
   }
   c.authed = true;
-  Reply(c, wire::Writer().u8(wire::kOk));
+  c.deadline = Clock::time_point::max();
+  Reply(c, wire::Writer().u8(wire::kOk).str(
+               wire::ServerProof(options_.token, c.nonce, c.client_nonce)));
+  c.nonce.clear();
+  c.client_nonce.clear();
 }
 
 void TCPStoreServerImpl::HandleAuthed(Conn& c, uint8_t cmd, wire::Reader& r) {
@@ -413,6 +614,7 @@ void TCPStoreServerImpl::Park(Conn& c, uint8_t cmd, std::vector<std::string> key
     Answer(c, p);
   } else {
     parked_.push_back(std::move(p));
+    ++c.parked;
   }
 }
 
@@ -431,6 +633,7 @@ void TCPStoreServerImpl::WakeParked() {
     auto c = conns_.find(it->fd);
     if (c != conns_.end() && Missing(it->keys).empty()) {
       Answer(c->second, *it);
+      --c->second.parked;
       it = parked_.erase(it);
     } else {
       ++it;
@@ -444,6 +647,7 @@ void TCPStoreServerImpl::ExpireParked() {
     auto c = conns_.find(it->fd);
     if (c != conns_.end() && now >= it->deadline) {
       Reply(c->second, wire::Writer().u8(wire::kTimeout).strs(Missing(it->keys)));
+      --c->second.parked;
       it = parked_.erase(it);
     } else {
       ++it;

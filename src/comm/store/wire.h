@@ -14,14 +14,17 @@
 
 namespace flotilla::comm::wire {
 
-// A connection authenticates by challenge-response before anything else:
-// the client asks for a challenge, the server answers a fresh random nonce,
-// and the client's hello carries HelloProof(secret, nonce). The secret never
-// crosses the network, and a proof seen once is worth nothing on another
-// connection (its nonce differs).
+// A connection authenticates both ways by challenge-response before
+// anything else: the client asks for a challenge with a fresh random nonce
+// of its own, the server answers a fresh random nonce, the client's hello
+// carries HelloProof(secret, server nonce, client nonce), and the server's
+// Ok carries ServerProof over the same nonces, which the client checks: a
+// store that does not know the secret is refused by the client too. The
+// secret never crosses the network, and a proof seen once is worth nothing
+// on another connection (its nonces differ).
 enum Command : uint8_t {
-  kChallenge = 8,  // -> Ok nonce
-  kHello = 1,   // proof -> Ok | Refused
+  kChallenge = 8,  // client nonce -> Ok server nonce
+  kHello = 1,   // proof -> Ok server proof | Refused
   kSet = 2,     // key, value -> Ok
   kGet = 3,     // key, timeout_ms -> Ok value | Timeout missing
   kAdd = 4,     // key, delta -> Ok i64
@@ -34,20 +37,37 @@ enum Status : uint8_t { kOk = 0, kTimeout = 1, kRefused = 2, kBadRequest = 3 };
 
 // Largest message either side accepts; guards against garbage lengths.
 constexpr uint32_t kMaxMessage = 1u << 30;
-// Largest message the server reads from a client not yet authenticated.
-constexpr uint32_t kMaxPreAuthMessage = 64u << 10;
+// Largest message the server reads from a client not yet authenticated
+// (a challenge or a hello is under 64 bytes): an unauthenticated client
+// cannot make the server hold more than this for it.
+constexpr uint32_t kMaxPreAuthMessage = 256;
+// Largest reply backlog the server keeps for a client not yet
+// authenticated (it is sent at most a challenge and an answer); a client
+// that does not read its replies is closed past it.
+constexpr size_t kMaxPreAuthBacklog = 256;
 // Longest wait a get or wait request may ask for (a year, in ms): the
 // server's deadline arithmetic stays far from overflowing.
 constexpr int64_t kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
 
-// Bytes of a challenge's nonce.
+// Bytes of a challenge's nonces (the client's and the server's).
 constexpr size_t kNonceBytes = 32;
 
-// What a client holding `secret` answers to the challenge `nonce`:
-// HMAC-SHA256(secret, "flotilla-store-hello" + nonce); "" without a secret.
-inline std::string HelloProof(std::string_view secret, std::string_view nonce) {
+// What a client holding `secret` answers to the challenge: HMAC-SHA256(secret,
+// "flotilla-store-hello" + server_nonce + client_nonce); "" without a secret.
+inline std::string HelloProof(std::string_view secret, std::string_view server_nonce,
+                              std::string_view client_nonce) {
   if (secret.empty()) return "";
-  return HmacSha256(secret, std::string("flotilla-store-hello").append(nonce));
+  return HmacSha256(
+      secret, std::string("flotilla-store-hello").append(server_nonce).append(client_nonce));
+}
+
+// What the server holding `secret` answers to an accepted hello, under
+// another label so that neither proof can be replayed as the other.
+inline std::string ServerProof(std::string_view secret, std::string_view server_nonce,
+                               std::string_view client_nonce) {
+  if (secret.empty()) return "";
+  return HmacSha256(
+      secret, std::string("flotilla-store-server").append(server_nonce).append(client_nonce));
 }
 
 class Writer {
@@ -73,8 +93,9 @@ class Writer {
 
  private:
   Writer& raw(const void* p, size_t n) {
-    auto* b = static_cast<const uint8_t*>(p);
-    body_.insert(body_.end(), b, b + n);
+    const size_t at = body_.size();
+    body_.resize(at + n);
+    if (n != 0) std::memcpy(body_.data() + at, p, n);
     return *this;
   }
   Bytes body_;

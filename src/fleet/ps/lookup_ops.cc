@@ -2,6 +2,10 @@
 // parameter servers. Only the batch's distinct ids are pulled.
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <future>
+#include <memory>
+#include <optional>
 
 #include "fleet/ps/ps_ops.h"
 #include "flotilla/common/enforce.h"
@@ -83,6 +87,98 @@ void FillOutput(ps::TrainerRuntime& rt, const std::string& table, const UniqueId
   rt.client->PullSparse(table, u.keys, sink);
 }
 
+// Sync and async modes: the rows ps_prefetch_sparse pulled for this step's
+// lookups, one entry per lookup, on the thread running the step (each
+// executor runs a program's ops on one thread). A lookup takes the entry of
+// its table whose distinct keys are exactly its own, so rows can never
+// serve other ids; what a step leaves behind is dropped by the next prefetch.
+struct PrefetchedRows {
+  std::string table;
+  std::vector<int64_t> keys;  // distinct, first-seen order (Distinct)
+  std::vector<float> rows;    // [keys, dim]
+  int64_t dim = 0;
+};
+thread_local std::vector<PrefetchedRows> prefetched;
+
+// Async mode: the rows of later steps, being pulled on background threads
+// (fleet::prefetch_sparse with the next batches), oldest first, at most
+// kMaxAhead. A ps_prefetch_sparse of this thread takes the pull whose
+// tables and keys are exactly its lookups', dropping the older ones.
+struct PullAhead {
+  std::unique_ptr<std::vector<PrefetchedRows>> rows;
+  std::future<void> done;
+};
+constexpr size_t kMaxAhead = 4;
+thread_local std::deque<PullAhead> ahead;
+
+// Pulls every table's rows of `rows` (keys set) into it in one round trip.
+void PullRows(ps::PsClient& client, std::vector<PrefetchedRows>& rows) {
+  std::vector<ps::PsClient::TablePull> pulls;
+  for (PrefetchedRows& p : rows) {
+    if (p.keys.empty()) continue;
+    pulls.push_back({p.table, p.keys, [&p](std::span<const uint32_t> positions, const float* got, int64_t dim) {
+                       const size_t d = static_cast<size_t>(dim);
+                       if (p.rows.empty()) p.rows.resize(p.keys.size() * d);
+                       p.dim = dim;
+                       for (size_t j = 0; j < positions.size(); ++j) {
+                         CopyRow(p.rows.data() + positions[j] * d, got + j * d, d);
+                       }
+                     }});
+  }
+  if (!pulls.empty()) client.PullSparseTables(pulls);
+}
+
+// Each lookup's table and distinct keys, rows not yet pulled.
+std::vector<PrefetchedRows> KeysOfLookups(const std::vector<std::string>& tables,
+                                          const std::vector<const Tensor*>& ids, const std::vector<int64_t>& padding) {
+  std::vector<PrefetchedRows> rows(tables.size());
+  for (size_t i = 0; i < tables.size(); ++i) {
+    rows[i].table = tables[i];
+    rows[i].keys = Distinct(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]).keys;
+  }
+  return rows;
+}
+
+bool SameLookups(const std::vector<PrefetchedRows>& a, const std::vector<PrefetchedRows>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].table != b[i].table || a[i].keys != b[i].keys) return false;
+  }
+  return true;
+}
+
+// The rows of the pull ahead for exactly `want`'s tables and keys (waiting
+// for it; the older pulls are dropped); nullopt when there is none.
+std::optional<std::vector<PrefetchedRows>> TakeAhead(const std::vector<PrefetchedRows>& want) {
+  size_t i = 0;
+  while (i < ahead.size() && !SameLookups(*ahead[i].rows, want)) ++i;
+  if (i == ahead.size()) return std::nullopt;
+  PullAhead a = std::move(ahead[i]);
+  for (size_t d = 0; d < i; ++d) ahead[d].done.wait();
+  ahead.erase(ahead.begin(), ahead.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  a.done.get();  // rethrows its error
+  return std::move(*a.rows);
+}
+
+// Moves out the prefetched rows of `table` for exactly `keys`, if any.
+std::optional<PrefetchedRows> TakePrefetched(const std::string& table, const std::vector<int64_t>& keys) {
+  for (auto it = prefetched.begin(); it != prefetched.end(); ++it) {
+    if (it->table != table || it->keys != keys) continue;
+    PrefetchedRows found = std::move(*it);
+    prefetched.erase(it);
+    return found;
+  }
+  return std::nullopt;
+}
+
+void FillFromPrefetched(const PrefetchedRows& pre, const UniqueIds& u, int64_t dim, float* out) {
+  FLOTILLA_ENFORCE_EQ(pre.dim, dim, "sparse table '", pre.table, "' has rows of another width");
+  const size_t d = static_cast<size_t>(dim);
+  for (size_t i = 0; i < u.position.size(); ++i) {
+    if (u.position[i] >= 0) CopyRow(out + i * d, pre.rows.data() + static_cast<size_t>(u.position[i]) * d, d);
+  }
+}
+
 void LookupKernel(ExecutionContext& ctx) {
   auto rt = ps::RequireTrainerRuntime("op 'distributed_lookup_table'");
   const Tensor& ids_t = ctx.Input("Ids");
@@ -92,6 +188,7 @@ void LookupKernel(ExecutionContext& ctx) {
   out->Resize(OutDims(ids_t.dims(), dim, ctx.Attr<bool>("v2")));
   float* o = out->mutable_data<float>();
   if (rt->mode == ps::PsMode::kGeo) {  // the rows are in the trainer's cache (ps_prefetch_sparse)
+    std::lock_guard<std::mutex> lock(internal::GeoMutex());
     rt->geo->Gather(ctx.Attr<std::string>("table_name"), {ids_t.data<int64_t>(), static_cast<size_t>(n)},
                     ctx.Attr<int64_t>("padding_idx"), o, dim);
     return;
@@ -100,16 +197,36 @@ void LookupKernel(ExecutionContext& ctx) {
   for (int64_t i = 0; i < n; ++i) {
     if (u.position[i] < 0) std::memset(o + i * dim, 0, sizeof(float) * dim);
   }
-  if (!u.keys.empty()) FillOutput(*rt, ctx.Attr<std::string>("table_name"), u, dim, o);
+  if (u.keys.empty()) return;
+  const std::string& table = ctx.Attr<std::string>("table_name");
+  if (std::optional<PrefetchedRows> pre = TakePrefetched(table, u.keys)) {
+    FillFromPrefetched(*pre, u, dim, o);
+  } else {
+    FillOutput(*rt, table, u, dim, o);
+  }
 }
 
-// GEO: the distinct ids of every lookup the step makes (Ids[i] of table
-// table_names[i]) reach the trainer's cache in one round trip to the
-// servers, so the lookups after it read locally instead of each waiting on
-// its own pull. Other modes pull in the lookups themselves.
+// Sync and async modes: every lookup's distinct ids pulled in one round
+// trip (PullSparseTables) into this thread's PrefetchedRows, or taken from
+// the pull ahead started for them (async).
+void PrefetchForLookups(ps::TrainerRuntime& rt, const std::vector<std::string>& tables,
+                        const std::vector<const Tensor*>& ids, const std::vector<int64_t>& padding) {
+  prefetched.clear();
+  std::vector<PrefetchedRows> rows = KeysOfLookups(tables, ids, padding);
+  if (std::optional<std::vector<PrefetchedRows>> pulled = TakeAhead(rows)) {
+    prefetched = std::move(*pulled);
+    return;
+  }
+  PullRows(*rt.client, rows);
+  prefetched = std::move(rows);
+}
+
+// The distinct ids of every lookup the step makes (Ids[i] of table
+// table_names[i]) are pulled in one round trip to the servers, so the
+// lookups after it read locally instead of each waiting on its own pull:
+// into GEO's cache, or (sync, async) into this thread's PrefetchedRows.
 void PrefetchKernel(ExecutionContext& ctx) {
   auto rt = ps::RequireTrainerRuntime("op 'ps_prefetch_sparse'");
-  if (rt->mode != ps::PsMode::kGeo) return;
   const auto& tables = ctx.Attr<std::vector<std::string>>("table_names");
   const auto& padding = ctx.Attr<std::vector<int64_t>>("padding_idxs");
   const std::vector<const Tensor*> ids = ctx.MultiInput("Ids");
@@ -120,9 +237,13 @@ void PrefetchKernel(ExecutionContext& ctx) {
   std::vector<ps::GeoCommunicator::TableKeys> want;
   for (size_t i = 0; i < ids.size(); ++i) {
     FLOTILLA_CHECK(ids[i]->dtype() == DType::kInt64, InvalidArgument, ctx.Where(), ": Ids must be int64");
+  }
+  if (rt->mode != ps::PsMode::kGeo) return PrefetchForLookups(*rt, tables, ids, padding);
+  for (size_t i = 0; i < ids.size(); ++i) {
     keys[i] = internal::WithoutPadding(ids[i]->data<int64_t>(), ids[i]->numel(), padding[i]);
     want.push_back({tables[i], keys[i]});
   }
+  std::lock_guard<std::mutex> lock(internal::GeoMutex());
   rt->geo->Prefetch(want);
 }
 
@@ -191,6 +312,18 @@ void LookupGradKernel(ExecutionContext& ctx) {
 }  // namespace
 
 namespace internal {
+
+void PullAheadForLookups(const std::vector<std::string>& tables, const std::vector<const Tensor*>& ids,
+                         const std::vector<int64_t>& padding) {
+  auto rt = ps::RequireTrainerRuntime("fleet::prefetch_sparse");
+  if (ahead.size() == kMaxAhead) {  // the oldest, which no step took
+    ahead.front().done.wait();
+    ahead.pop_front();
+  }
+  auto rows = std::make_unique<std::vector<PrefetchedRows>>(KeysOfLookups(tables, ids, padding));
+  std::vector<PrefetchedRows>* target = rows.get();
+  ahead.push_back({std::move(rows), std::async(std::launch::async, [rt, target] { PullRows(*rt->client, *target); })});
+}
 
 std::vector<int64_t> WithoutPadding(const int64_t* ids, int64_t n, int64_t padding_idx) {
   std::vector<int64_t> keys;

@@ -23,11 +23,13 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace flotilla {
 class ExecutionContext;
+class Tensor;
 }
 
 namespace flotilla::fleet {
@@ -49,6 +51,16 @@ std::string PsToken(const std::string& token_attr, const std::string& who);
 // The ids other than padding_idx, in order: what ps_prefetch_sparse and
 // fleet::prefetch_sparse hand to GEO's cache for one lookup.
 std::vector<int64_t> WithoutPadding(const int64_t* ids, int64_t n, int64_t padding_idx);
+// Async mode: starts pulling, on a background thread, the rows of the
+// lookups (Ids[i] of table tables[i]) a later step on this thread makes;
+// that step's ps_prefetch_sparse takes them when its keys are exactly
+// these (else pulls afresh). Up to four pulls ahead per thread; a fifth
+// drops the oldest.
+void PullAheadForLookups(const std::vector<std::string>& tables, const std::vector<const Tensor*>& ids,
+                         const std::vector<int64_t>& padding);
+// Held around every call into the trainer's GeoCommunicator (not
+// thread-safe) by the ops, which several threads may run at once.
+std::mutex& GeoMutex();
 }  // namespace internal
 
 }  // namespace flotilla::fleet

@@ -6,6 +6,7 @@
 #include "fleet/ps/ps_ops.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/env.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/common/logging.h"
 #include "flotilla/common/tls_files.h"
 #include "flotilla/framework/executor.h"
@@ -39,7 +40,7 @@ std::vector<DenseVar> ScopeDenseVars(const ExecutionContext& ctx) {
 ps::PsClientOptions ClientOptions(const ExecutionContext& ctx) {
   ps::PsClientOptions opt;
   int64_t timeout_ms = ctx.AttrOr<int64_t>("rpc_timeout_ms", 0);
-  if (timeout_ms <= 0) timeout_ms = env::GetInt("FLOTILLA_PS_TIMEOUT_MS", 30000);
+  if (timeout_ms <= 0) timeout_ms = env::GetIntInRange("FLOTILLA_PS_TIMEOUT_MS", 30000, 1, kMaxTimeoutMs);
   opt.retry_timeout = std::chrono::milliseconds(timeout_ms);
   opt.rpc_timeout = std::chrono::milliseconds(timeout_ms);
   // Retries of an unreachable server (1 s apart once backed off) last the
@@ -87,7 +88,27 @@ void RegisterCloseHookOnce() {
   std::call_once(once, [] { Executor::AddCloseHook([] { ps::FinishTrainerRuntime(); }); });
 }
 
+// The trainer's PS state is shared by every thread running its program
+// (train_from_dataset's workers): these serialise what must happen once.
+std::mutex init_mu;  // the first run's connect and seed
+// Sync mode: a step's push, barrier and pull form one round per trainer.
+// ps_send takes the lock for its thread and ps_recv releases it, so two
+// threads never push into one round; a thread that dies in between
+// releases it on exit.
+std::mutex sync_round_mu;
+thread_local std::unique_lock<std::mutex> sync_round;
+
+void EnterSyncRound() {
+  if (!sync_round.owns_lock()) sync_round = std::unique_lock<std::mutex>(sync_round_mu);
+}
+
+void LeaveSyncRound() {
+  if (sync_round.owns_lock()) sync_round.unlock();
+}
+
 void TrainerInitKernel(ExecutionContext& ctx) {
+  if (ps::CurrentTrainerRuntime() != nullptr) return;
+  std::lock_guard<std::mutex> once(init_mu);
   if (ps::CurrentTrainerRuntime() != nullptr) return;
   RegisterCloseHookOnce();
   auto rt = std::make_shared<TrainerRuntime>();
@@ -163,6 +184,7 @@ void SendSparse(const ExecutionContext& ctx, TrainerRuntime& rt) {
     } else if (rt.mode == PsMode::kAsync) {
       rt.async->SendSparse(names[i], g, lr);
     } else {
+      std::lock_guard<std::mutex> lock(internal::GeoMutex());
       GeoSparseSgd(*rt.geo, names[i], g, lr);
     }
   }
@@ -170,6 +192,7 @@ void SendSparse(const ExecutionContext& ctx, TrainerRuntime& rt) {
 
 void SendKernel(ExecutionContext& ctx) {
   auto rt = ps::RequireTrainerRuntime("op 'ps_send'");
+  if (rt->mode == PsMode::kSync) EnterSyncRound();
   if (rt->mode != PsMode::kGeo) SendDense(ctx, *rt);
   SendSparse(ctx, *rt);
 }
@@ -184,13 +207,23 @@ void RecvKernel(ExecutionContext& ctx) {
   } else if (!vars.empty()) {
     rt->client->PullDense(vars);
   }
+  LeaveSyncRound();
 }
 
-void GeoStepKernel(ExecutionContext&) { ps::RequireTrainerRuntime("op 'ps_geo_step'")->geo->Step(); }
+void GeoStepKernel(ExecutionContext&) {
+  auto rt = ps::RequireTrainerRuntime("op 'ps_geo_step'");
+  std::lock_guard<std::mutex> lock(internal::GeoMutex());
+  rt->geo->Step();
+}
 
 }  // namespace
 
 namespace internal {
+
+std::mutex& GeoMutex() {
+  static std::mutex mu;
+  return mu;
+}
 
 void RegisterPsTrainerOps() {
   auto& r = OpRegistry::Global();

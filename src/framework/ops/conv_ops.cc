@@ -15,6 +15,7 @@
 
 #include "flotilla/framework/op_registry.h"
 #include "framework/ops/conv_kernels.h"
+#include "framework/ops/grad_registration.h"
 #include "framework/ops/ops.h"
 #include "framework/ops/shape_checks.h"
 #include "framework/ops/input_checks.h"
@@ -145,30 +146,21 @@ AttributeMap ConvDefaults() {
           {"data_format", std::string("NCHW")}};
 }
 
-void RegisterConv(OpRegistry& r, const std::string& type, InferShapeFn shape, KernelFn fwd,
-                  KernelFn bwd, AttributeMap defaults) {
-  r.RegisterWithGrad({.type = type,
-                      .infer_shape = std::move(shape),
-                      .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
-                      .default_attrs = std::move(defaults)},
-                     {.forward_inputs = {"Input", "Filter"},
-                      .output_grads = {"Output"},
-                      .input_grads = {"Input", "Filter"}},
-                     std::move(bwd));
-}
+const GradSlots kConvGrad = {
+    .forward_inputs = {"Input", "Filter"}, .output_grads = {"Output"}, .input_grads = {"Input", "Filter"}};
 
 }  // namespace
 
 void RegisterConvOps() {
   auto& r = OpRegistry::Global();
   for (const char* type : {"conv2d", "depthwise_conv2d"}) {
-    RegisterConv(r, type, Conv2dInferShape, Conv2dKernel, Conv2dGradKernel, ConvDefaults());
+    RegisterKernelWithGrad(r, type, Conv2dInferShape, Conv2dKernel, ConvDefaults(), kConvGrad, Conv2dGradKernel);
   }
   AttributeMap transpose = ConvDefaults();
   transpose["output_padding"] = std::vector<int32_t>{};
   transpose["output_size"] = std::vector<int32_t>{};
-  RegisterConv(r, "conv2d_transpose", TransposeInferShape, TransposeKernel, TransposeGradKernel,
-               std::move(transpose));
+  RegisterKernelWithGrad(r, "conv2d_transpose", TransposeInferShape, TransposeKernel, std::move(transpose),
+                         kConvGrad, TransposeGradKernel);
 }
 
 }  // namespace flotilla::ops

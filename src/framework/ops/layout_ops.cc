@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "flotilla/framework/op_registry.h"
+#include "framework/ops/grad_registration.h"
 #include "framework/ops/ops.h"
 #include "framework/ops/shape_checks.h"
 #include "framework/ops/spatial_util.h"
@@ -312,41 +313,36 @@ void InterpGradKernel(ExecutionContext& ctx) {
   });
 }
 
-void RegisterWithGrad(OpRegistry& r, const std::string& type, InferShapeFn shape, KernelFn fwd,
-                      KernelFn bwd, AttributeMap defaults) {
-  r.RegisterWithGrad({.type = type,
-                      .infer_shape = std::move(shape),
-                      .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
-                      .default_attrs = std::move(defaults)},
-                     {.forward_inputs = {"X"}, .output_grads = {"Out"}, .input_grads = {"X"}},
-                     std::move(bwd));
-}
+// Every layout op: X in, Out out.
+const GradSlots kLayoutGrad = {.forward_inputs = {"X"}, .output_grads = {"Out"}, .input_grads = {"X"}};
 
 }  // namespace
 
 void RegisterLayoutOps() {
   auto& r = OpRegistry::Global();
   for (const char* type : {"flatten", "flatten2"}) {
-    RegisterWithGrad(r, type, FlattenInferShape, FlattenKernel, ReshapeBackKernel,
-                     {{"axis", int32_t{1}}});
+    RegisterKernelWithGrad(r, type, FlattenInferShape, FlattenKernel, {{"axis", int32_t{1}}}, kLayoutGrad,
+                           ReshapeBackKernel);
   }
   for (const char* type : {"transpose", "transpose2"}) {
-    RegisterWithGrad(r, type, TransposeInferShape, TransposeKernel, TransposeGradKernel, {});
+    RegisterKernelWithGrad(r, type, TransposeInferShape, TransposeKernel, {}, kLayoutGrad, TransposeGradKernel);
   }
-  RegisterWithGrad(r, "pad2d", Pad2dInferShape, Pad2dKernel, Pad2dGradKernel,
-                   {{"paddings", std::vector<int32_t>{0, 0, 0, 0}},
-                    {"mode", std::string("constant")},
-                    {"pad_value", 0.0f},
-                    {"data_format", std::string("NCHW")}});
+  RegisterKernelWithGrad(r, "pad2d", Pad2dInferShape, Pad2dKernel,
+                         {{"paddings", std::vector<int32_t>{0, 0, 0, 0}},
+                          {"mode", std::string("constant")},
+                          {"pad_value", 0.0f},
+                          {"data_format", std::string("NCHW")}},
+                         kLayoutGrad, Pad2dGradKernel);
   for (const char* type : {"nearest_interp", "bilinear_interp"}) {
-    RegisterWithGrad(r, type, InterpInferShape, InterpKernel, InterpGradKernel,
-                     {{"out_h", int32_t{-1}},
-                      {"out_w", int32_t{-1}},
-                      {"scale", 0.0f},
-                      {"align_corners", true},
-                      {"align_mode", int32_t{1}},
-                      {"interp_method", std::string("bilinear")},
-                      {"data_layout", std::string("NCHW")}});
+    RegisterKernelWithGrad(r, type, InterpInferShape, InterpKernel,
+                           {{"out_h", int32_t{-1}},
+                            {"out_w", int32_t{-1}},
+                            {"scale", 0.0f},
+                            {"align_corners", true},
+                            {"align_mode", int32_t{1}},
+                            {"interp_method", std::string("bilinear")},
+                            {"data_layout", std::string("NCHW")}},
+                           kLayoutGrad, InterpGradKernel);
   }
 }
 

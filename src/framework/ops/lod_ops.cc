@@ -71,16 +71,12 @@ void LoDResetGradKernel(ExecutionContext& ctx) {
 void RegisterLoDOps() {
   const AttributeMap attrs = {{"target_lod", std::vector<int32_t>{}}, {"append", false}};
   auto& r = OpRegistry::Global();
-  r.Register({.type = "lod_reset",
-              .infer_shape = LoDResetShape,
-              .kernels = {{Place::Kind::kCPU, LoDResetKernel}},
-              .grad_maker = SequenceGradMaker("lod_reset_grad", {"X"}),
-              .default_attrs = attrs,
-              .no_grad_inputs = {"Y"}});
-  r.Register({.type = "lod_reset_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, LoDResetGradKernel}},
-              .default_attrs = attrs});
+  r.RegisterWithGrad({.type = "lod_reset",
+                      .infer_shape = LoDResetShape,
+                      .kernels = {{Place::Kind::kCPU, LoDResetKernel}},
+                      .default_attrs = attrs,
+                      .no_grad_inputs = {"Y"}},
+                     SequenceGrad({"X"}), LoDResetGradKernel);
 }
 
 }  // namespace flotilla::ops

@@ -128,13 +128,6 @@ void CrossEntropyGradKernel(ExecutionContext& ctx) {
   });
 }
 
-std::vector<OpDesc> CrossEntropyGrad(const OpDesc& fwd) {
-  return GradOpBuilder(fwd, "cross_entropy_grad")
-      .ForwardInputs({"X", "Label"})
-      .OutputGrads({"Y"})
-      .InputGrads({"X"});
-}
-
 // ---- sigmoid_cross_entropy_with_logits: elementwise logistic loss ----
 //
 // Out = max(x, 0) - x·z + log(1 + exp(-|x|)), the overflow-free form of
@@ -228,39 +221,26 @@ void SigmoidCeGradKernel(ExecutionContext& ctx) {
   });
 }
 
-std::vector<OpDesc> SigmoidCeGrad(const OpDesc& fwd) {
-  return GradOpBuilder(fwd, "sigmoid_cross_entropy_with_logits_grad")
-      .ForwardInputs({"X", "Label"})
-      .OutputGrads({"Out"})
-      .InputGrads({"X"});
+// A loss of X against Label (which has no gradient), output `loss`.
+void RegisterLoss(OpRegistry& r, const std::string& type, InferShapeFn shape, KernelFn forward,
+                  AttributeMap defaults, const std::string& loss, KernelFn backward) {
+  r.RegisterWithGrad({.type = type,
+                      .infer_shape = std::move(shape),
+                      .kernels = {{Place::Kind::kCPU, std::move(forward)}},
+                      .default_attrs = std::move(defaults),
+                      .no_grad_inputs = {"Label"}},
+                     {.forward_inputs = {"X", "Label"}, .output_grads = {loss}, .input_grads = {"X"}},
+                     std::move(backward));
 }
 
 }  // namespace
 
 void RegisterLossOps() {
   auto& r = OpRegistry::Global();
-  AttributeMap ce_attrs = {{"soft_label", false}, {"ignore_index", int64_t{-100}}};
-  r.Register({.type = "cross_entropy",
-              .infer_shape = CrossEntropyShape,
-              .kernels = {{Place::Kind::kCPU, CrossEntropyKernel}},
-              .grad_maker = CrossEntropyGrad,
-              .default_attrs = ce_attrs,
-              .no_grad_inputs = {"Label"}});
-  r.Register({.type = "cross_entropy_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, CrossEntropyGradKernel}},
-              .default_attrs = ce_attrs});
-  AttributeMap sce_attrs = {{"ignore_index", int64_t{-100}}, {"normalize", false}};
-  r.Register({.type = "sigmoid_cross_entropy_with_logits",
-              .infer_shape = SigmoidCeShape,
-              .kernels = {{Place::Kind::kCPU, SigmoidCeKernel}},
-              .grad_maker = SigmoidCeGrad,
-              .default_attrs = sce_attrs,
-              .no_grad_inputs = {"Label"}});
-  r.Register({.type = "sigmoid_cross_entropy_with_logits_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, SigmoidCeGradKernel}},
-              .default_attrs = sce_attrs});
+  RegisterLoss(r, "cross_entropy", CrossEntropyShape, CrossEntropyKernel,
+               {{"soft_label", false}, {"ignore_index", int64_t{-100}}}, "Y", CrossEntropyGradKernel);
+  RegisterLoss(r, "sigmoid_cross_entropy_with_logits", SigmoidCeShape, SigmoidCeKernel,
+               {{"ignore_index", int64_t{-100}}, {"normalize", false}}, "Out", SigmoidCeGradKernel);
 }
 
 }  // namespace flotilla::ops

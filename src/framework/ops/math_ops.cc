@@ -81,11 +81,6 @@ void MulGradKernel(ExecutionContext& ctx) {
   });
 }
 
-std::vector<OpDesc> MulGrad(const OpDesc& fwd) {
-  return GradOpBuilder(fwd, "mul_grad").ForwardInputs({"X", "Y"}).OutputGrads({"Out"})
-      .InputGrads({"X", "Y"});
-}
-
 // ---- matmul: Out = alpha * op(X) * op(Y), batched over leading dims ----
 
 // One batched product. Matrices of a batch are contiguous; an operand that
@@ -234,32 +229,24 @@ void MatMulGradKernel(ExecutionContext& ctx) {
   });
 }
 
-std::vector<OpDesc> MatMulGrad(const OpDesc& fwd) {
-  return GradOpBuilder(fwd, "matmul_grad").ForwardInputs({"X", "Y"}).OutputGrads({"Out"})
-      .InputGrads({"X", "Y"});
-}
+// Both products: X and Y in, Out@GRAD in, X@GRAD and Y@GRAD out.
+const GradSlots kProductGrad = {.forward_inputs = {"X", "Y"}, .output_grads = {"Out"}, .input_grads = {"X", "Y"}};
 
 }  // namespace
 
 void RegisterMathOps() {
   auto& r = OpRegistry::Global();
-  r.Register({.type = "mul",
-              .infer_shape = MulInferShape,
-              .kernels = {{Place::Kind::kCPU, MulKernel}},
-              .grad_maker = MulGrad,
-              .default_attrs = {{"x_num_col_dims", int32_t{1}}, {"y_num_col_dims", int32_t{1}}},
-              .share_lod = {{"X", "Out"}}});
-  r.Register({.type = "mul_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, MulGradKernel}}});
-  r.Register({.type = "matmul",
-              .infer_shape = MatMulInferShape,
-              .kernels = {{Place::Kind::kCPU, MatMulKernel}},
-              .grad_maker = MatMulGrad,
-              .default_attrs = {{"transpose_X", false}, {"transpose_Y", false}, {"alpha", 1.0f}}});
-  r.Register({.type = "matmul_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, MatMulGradKernel}}});
+  r.RegisterWithGrad({.type = "mul",
+                      .infer_shape = MulInferShape,
+                      .kernels = {{Place::Kind::kCPU, MulKernel}},
+                      .default_attrs = {{"x_num_col_dims", int32_t{1}}, {"y_num_col_dims", int32_t{1}}},
+                      .share_lod = {{"X", "Out"}}},
+                     kProductGrad, MulGradKernel);
+  r.RegisterWithGrad({.type = "matmul",
+                      .infer_shape = MatMulInferShape,
+                      .kernels = {{Place::Kind::kCPU, MatMulKernel}},
+                      .default_attrs = {{"transpose_X", false}, {"transpose_Y", false}, {"alpha", 1.0f}}},
+                     kProductGrad, MatMulGradKernel);
 }
 
 }  // namespace flotilla::ops

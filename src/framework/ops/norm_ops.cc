@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "flotilla/framework/op_registry.h"
+#include "framework/ops/grad_registration.h"
 #include "framework/ops/ops.h"
 #include "framework/ops/shape_checks.h"
 #include "framework/ops/spatial_util.h"
@@ -175,31 +176,23 @@ void GradKernel(ExecutionContext& ctx) {
   VisitFloatDType(x.dtype(), ctx.Where(), [&]<typename T>() { Backward<T>(ctx, s); });
 }
 
-void RegisterRowNorm(OpRegistry& r, const std::string& type, InferShapeFn shape, KernelFn fwd,
-                     KernelFn bwd, AttributeMap defaults) {
-  r.RegisterWithGrad({.type = type,
-                      .infer_shape = std::move(shape),
-                      .kernels = {{Place::Kind::kCPU, std::move(fwd)}},
-                      .default_attrs = std::move(defaults)},
-                     {.forward_inputs = {"X", "Scale", "Bias"},
-                      .forward_outputs = {"Mean", "Variance"},
-                      .output_grads = {"Y"},
-                      .input_grads = {"X", "Scale", "Bias"}},
-                     std::move(bwd));
-}
+// layer_norm and group_norm: X, Scale, Bias in; Y, Mean, Variance out.
+const GradSlots kRowNormGrad = {.forward_inputs = {"X", "Scale", "Bias"},
+                                .forward_outputs = {"Mean", "Variance"},
+                                .output_grads = {"Y"},
+                                .input_grads = {"X", "Scale", "Bias"}};
 
 }  // namespace
 
 void RegisterNormOps() {
   auto& r = OpRegistry::Global();
-  RegisterRowNorm(r, "layer_norm", InferShape<LayerNormShape<InferShapeContext>>,
-                  Kernel<LayerNormShape<ExecutionContext>>,
-                  GradKernel<LayerNormShape<ExecutionContext>>,
-                  {{"begin_norm_axis", int32_t{1}}, {"epsilon", 1e-5f}});
-  RegisterRowNorm(r, "group_norm", InferShape<GroupNormShape<InferShapeContext>>,
-                  Kernel<GroupNormShape<ExecutionContext>>,
-                  GradKernel<GroupNormShape<ExecutionContext>>,
-                  {{"groups", int32_t{1}}, {"epsilon", 1e-5f}, {"data_layout", std::string("NCHW")}});
+  RegisterKernelWithGrad(r, "layer_norm", InferShape<LayerNormShape<InferShapeContext>>,
+                         Kernel<LayerNormShape<ExecutionContext>>, {{"begin_norm_axis", int32_t{1}}, {"epsilon", 1e-5f}},
+                         kRowNormGrad, GradKernel<LayerNormShape<ExecutionContext>>);
+  RegisterKernelWithGrad(r, "group_norm", InferShape<GroupNormShape<InferShapeContext>>,
+                         Kernel<GroupNormShape<ExecutionContext>>,
+                         {{"groups", int32_t{1}}, {"epsilon", 1e-5f}, {"data_layout", std::string("NCHW")}},
+                         kRowNormGrad, GradKernel<GroupNormShape<ExecutionContext>>);
 }
 
 }  // namespace flotilla::ops

@@ -165,26 +165,22 @@ void PoolGradKernel(ExecutionContext& ctx) {
 
 void RegisterPoolOps() {
   auto& r = OpRegistry::Global();
-  r.Register({.type = "pool2d",
-              .infer_shape = PoolInferShape,
-              .kernels = {{Place::Kind::kCPU, PoolKernel}},
-              .grad_maker = [](const OpDesc& fwd) -> std::vector<OpDesc> {
-                return GradOpBuilder(fwd, "pool2d_grad").ForwardInputs({"X"})
-                    .ForwardOutputs({"Out"}).OutputGrads({"Out"}).InputGrads({"X"});
-              },
-              .default_attrs = {{"pooling_type", std::string("max")},
-                                {"ksize", std::vector<int32_t>{1, 1}},
-                                {"global_pooling", false},
-                                {"strides", std::vector<int32_t>{1, 1}},
-                                {"paddings", std::vector<int32_t>{0, 0}},
-                                {"exclusive", true},
-                                {"adaptive", false},
-                                {"ceil_mode", false},
-                                {"padding_algorithm", std::string("EXPLICIT")},
-                                {"data_format", std::string("NCHW")}}});
-  r.Register({.type = "pool2d_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, PoolGradKernel}}});
+  r.RegisterWithGrad({.type = "pool2d",
+                      .infer_shape = PoolInferShape,
+                      .kernels = {{Place::Kind::kCPU, PoolKernel}},
+                      .default_attrs = {{"pooling_type", std::string("max")},
+                                        {"ksize", std::vector<int32_t>{1, 1}},
+                                        {"global_pooling", false},
+                                        {"strides", std::vector<int32_t>{1, 1}},
+                                        {"paddings", std::vector<int32_t>{0, 0}},
+                                        {"exclusive", true},
+                                        {"adaptive", false},
+                                        {"ceil_mode", false},
+                                        {"padding_algorithm", std::string("EXPLICIT")},
+                                        {"data_format", std::string("NCHW")}}},
+                     {.forward_inputs = {"X"}, .forward_outputs = {"Out"}, .output_grads = {"Out"},
+                      .input_grads = {"X"}},
+                     PoolGradKernel);
 }
 
 }  // namespace flotilla::ops

@@ -331,44 +331,25 @@ void RegisterSequenceConvOps() {
                                    {"contextStart", int32_t{-1}},
                                    {"contextStride", int32_t{1}},
                                    {"paddingTrainable", false}};
-  r.Register({.type = "sequence_conv",
-              .infer_shape = ConvShape,
-              .kernels = {{Place::Kind::kCPU, ConvKernel}},
-              .grad_maker = [](const OpDesc& fwd) -> std::vector<OpDesc> {
-                return GradOpBuilder(fwd, "sequence_conv_grad")
-                    .ForwardInputs({"X", "Filter"})
-                    .OutputGrads({"Out"})
-                    .InputGrads({"X", "Filter"});
-              },
-              .default_attrs = conv_attrs});
-  r.Register({.type = "sequence_conv_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, ConvGradKernel}},
-              .default_attrs = conv_attrs});
-  r.Register({.type = "sequence_concat",
-              .infer_shape = ConcatShape,
-              .kernels = {{Place::Kind::kCPU, ConcatKernel}},
-              .grad_maker = SequenceGradMaker("sequence_concat_grad", {"X"})});
-  r.Register({.type = "sequence_concat_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, ConcatGradKernel}}});
-  r.Register({.type = "sequence_reshape",
-              .infer_shape = ReshapeShape,
-              .kernels = {{Place::Kind::kCPU, ReshapeKernel}},
-              .grad_maker = SequenceGradMaker("sequence_reshape_grad", {"X"}),
-              .default_attrs = {{"new_dim", int32_t{1}}}});
-  r.Register({.type = "sequence_reshape_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, ReshapeGradKernel}},
-              .default_attrs = {{"new_dim", int32_t{1}}}});
-  r.Register({.type = "sequence_slice",
-              .infer_shape = SliceShape,
-              .kernels = {{Place::Kind::kCPU, SliceKernel}},
-              .grad_maker = SequenceGradMaker("sequence_slice_grad", {"X", "Offset", "Length"}),
-              .no_grad_inputs = {"Offset", "Length"}});
-  r.Register({.type = "sequence_slice_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, SliceGradKernel}}});
+  r.RegisterWithGrad({.type = "sequence_conv",
+                      .infer_shape = ConvShape,
+                      .kernels = {{Place::Kind::kCPU, ConvKernel}},
+                      .default_attrs = conv_attrs},
+                     {.forward_inputs = {"X", "Filter"}, .output_grads = {"Out"}, .input_grads = {"X", "Filter"}},
+                     ConvGradKernel);
+  r.RegisterWithGrad(
+      {.type = "sequence_concat", .infer_shape = ConcatShape, .kernels = {{Place::Kind::kCPU, ConcatKernel}}},
+      SequenceGrad({"X"}), ConcatGradKernel);
+  r.RegisterWithGrad({.type = "sequence_reshape",
+                      .infer_shape = ReshapeShape,
+                      .kernels = {{Place::Kind::kCPU, ReshapeKernel}},
+                      .default_attrs = {{"new_dim", int32_t{1}}}},
+                     SequenceGrad({"X"}), ReshapeGradKernel);
+  r.RegisterWithGrad({.type = "sequence_slice",
+                      .infer_shape = SliceShape,
+                      .kernels = {{Place::Kind::kCPU, SliceKernel}},
+                      .no_grad_inputs = {"Offset", "Length"}},
+                     SequenceGrad({"X", "Offset", "Length"}), SliceGradKernel);
 }
 
 }  // namespace flotilla::ops

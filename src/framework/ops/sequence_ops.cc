@@ -397,59 +397,42 @@ void ExpandGradKernel(ExecutionContext& ctx) {
 
 void RegisterSequencePool(OpRegistry& r) {
   AttributeMap attrs = {{"pooltype", std::string("AVERAGE")}, {"is_test", false}, {"pad_value", 0.0f}};
-  r.Register({.type = "sequence_pool",
-              .infer_shape = SequencePoolShape,
-              .kernels = {{Place::Kind::kCPU, SequencePoolKernel}},
-              .grad_maker = SequenceGradMaker("sequence_pool_grad", {"X"}),
-              .default_attrs = attrs});
-  r.Register({.type = "sequence_pool_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, SequencePoolGradKernel}},
-              .default_attrs = attrs});
+  r.RegisterWithGrad({.type = "sequence_pool",
+                      .infer_shape = SequencePoolShape,
+                      .kernels = {{Place::Kind::kCPU, SequencePoolKernel}},
+                      .default_attrs = attrs},
+                     SequenceGrad({"X"}), SequencePoolGradKernel);
 }
 
 void RegisterSequenceSoftmax(OpRegistry& r) {
-  r.Register({.type = "sequence_softmax",
-              .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
-              .kernels = {{Place::Kind::kCPU, SequenceSoftmaxKernel}},
-              .grad_maker = SequenceGradMaker("sequence_softmax_grad", {"X"}, {"Out"}),
-              .share_lod = {{"X", "Out"}}});
-  r.Register({.type = "sequence_softmax_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, SequenceSoftmaxGradKernel}}});
+  r.RegisterWithGrad({.type = "sequence_softmax",
+                      .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Out"); },
+                      .kernels = {{Place::Kind::kCPU, SequenceSoftmaxKernel}},
+                      .share_lod = {{"X", "Out"}}},
+                     SequenceGrad({"X"}, {"Out"}), SequenceSoftmaxGradKernel);
 }
 
 void RegisterSequenceReverse(OpRegistry& r) {
-  r.Register({.type = "sequence_reverse",
-              .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Y"); },
-              .kernels = {{Place::Kind::kCPU, [](ExecutionContext& ctx) { ReverseKernel(ctx, "X", "Y"); }}},
-              .grad_maker = SequenceGradMaker("sequence_reverse_grad", {"X"}, {}, "Y"),
-              .share_lod = {{"X", "Y"}}});
-  r.Register({.type = "sequence_reverse_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU,
-                           [](ExecutionContext& ctx) { ReverseKernel(ctx, "Y@GRAD", "X@GRAD"); }}}});
+  r.RegisterWithGrad({.type = "sequence_reverse",
+                      .infer_shape = [](InferShapeContext& ctx) { ctx.ShareDim("X", "Y"); },
+                      .kernels = {{Place::Kind::kCPU, [](ExecutionContext& ctx) { ReverseKernel(ctx, "X", "Y"); }}},
+                      .share_lod = {{"X", "Y"}}},
+                     SequenceGrad({"X"}, {}, "Y"),
+                     [](ExecutionContext& ctx) { ReverseKernel(ctx, "Y@GRAD", "X@GRAD"); });
 }
 
 void RegisterSequenceExpand(OpRegistry& r) {
-  r.Register({.type = "sequence_expand",
-              .infer_shape = ExpandShape,
-              .kernels = {{Place::Kind::kCPU, ExpandKernel}},
-              .grad_maker = SequenceGradMaker("sequence_expand_grad", {"X", "Y"}),
-              .default_attrs = {{"ref_level", int32_t{-1}}},
-              .no_grad_inputs = {"Y"}});
-  r.Register({.type = "sequence_expand_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, ExpandGradKernel}},
-              .default_attrs = {{"ref_level", int32_t{-1}}}});
-  r.Register({.type = "sequence_expand_as",
-              .infer_shape = ExpandAsShape,
-              .kernels = {{Place::Kind::kCPU, ExpandAsKernel}},
-              .grad_maker = SequenceGradMaker("sequence_expand_as_grad", {"X", "Y"}),
-              .no_grad_inputs = {"Y"}});
-  r.Register({.type = "sequence_expand_as_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, ExpandAsGradKernel}}});
+  r.RegisterWithGrad({.type = "sequence_expand",
+                      .infer_shape = ExpandShape,
+                      .kernels = {{Place::Kind::kCPU, ExpandKernel}},
+                      .default_attrs = {{"ref_level", int32_t{-1}}},
+                      .no_grad_inputs = {"Y"}},
+                     SequenceGrad({"X", "Y"}), ExpandGradKernel);
+  r.RegisterWithGrad({.type = "sequence_expand_as",
+                      .infer_shape = ExpandAsShape,
+                      .kernels = {{Place::Kind::kCPU, ExpandAsKernel}},
+                      .no_grad_inputs = {"Y"}},
+                     SequenceGrad({"X", "Y"}), ExpandAsGradKernel);
 }
 
 }  // namespace

@@ -245,24 +245,17 @@ void EnumerateKernel(ExecutionContext& ctx) {
 
 void RegisterSequencePadOps() {
   auto& r = OpRegistry::Global();
-  r.Register({.type = "sequence_pad",
-              .infer_shape = PadShape,
-              .kernels = {{Place::Kind::kCPU, PadKernel}},
-              .grad_maker = SequenceGradMaker("sequence_pad_grad", {"X"}),
-              .default_attrs = {{"padded_length", int32_t{-1}}},
-              .no_grad_inputs = {"PadValue"}});
-  r.Register({.type = "sequence_pad_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, PadGradKernel}},
-              .default_attrs = {{"padded_length", int32_t{-1}}}});
-  r.Register({.type = "sequence_unpad",
-              .infer_shape = UnpadShape,
-              .kernels = {{Place::Kind::kCPU, UnpadKernel}},
-              .grad_maker = SequenceGradMaker("sequence_unpad_grad", {"X", "Length"}),
-              .no_grad_inputs = {"Length"}});
-  r.Register({.type = "sequence_unpad_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, UnpadGradKernel}}});
+  r.RegisterWithGrad({.type = "sequence_pad",
+                      .infer_shape = PadShape,
+                      .kernels = {{Place::Kind::kCPU, PadKernel}},
+                      .default_attrs = {{"padded_length", int32_t{-1}}},
+                      .no_grad_inputs = {"PadValue"}},
+                     SequenceGrad({"X"}), PadGradKernel);
+  r.RegisterWithGrad({.type = "sequence_unpad",
+                      .infer_shape = UnpadShape,
+                      .kernels = {{Place::Kind::kCPU, UnpadKernel}},
+                      .no_grad_inputs = {"Length"}},
+                     SequenceGrad({"X", "Length"}), UnpadGradKernel);
   r.Register({.type = "sequence_mask",
               .infer_shape = MaskShape,
               .kernels = {{Place::Kind::kCPU, MaskKernel}},

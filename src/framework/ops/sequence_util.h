@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flotilla/common/enforce.h"
@@ -43,18 +44,15 @@ inline Dims WithRows(const Dims& x, int64_t rows) {
   return out;
 }
 
-// The gradient op `grad_type` of a sequence op: the forward `inputs` and
-// `outputs` (the LoD input among them), out_grad@GRAD in, in_grad@GRAD out.
-inline GradOpMaker SequenceGradMaker(const std::string& grad_type, std::vector<std::string> inputs,
-                                     std::vector<std::string> outputs = {}, std::string out_grad = "Out",
-                                     std::string in_grad = "X") {
-  return [=](const OpDesc& fwd) -> std::vector<OpDesc> {
-    return GradOpBuilder(fwd, grad_type)
-        .ForwardInputs(inputs)
-        .ForwardOutputs(outputs)
-        .OutputGrads({out_grad})
-        .InputGrads({in_grad});
-  };
+// The gradient slots of a sequence op, for OpRegistry::RegisterWithGrad:
+// the forward `inputs` and `outputs` (the LoD input among them),
+// out_grad@GRAD in, in_grad@GRAD out.
+inline GradSlots SequenceGrad(std::vector<std::string> inputs, std::vector<std::string> outputs = {},
+                              std::string out_grad = "Out", std::string in_grad = "X") {
+  return {.forward_inputs = std::move(inputs),
+          .forward_outputs = std::move(outputs),
+          .output_grads = {std::move(out_grad)},
+          .input_grads = {std::move(in_grad)}};
 }
 
 }  // namespace flotilla::ops

@@ -114,11 +114,6 @@ void ConcatGradKernel(ExecutionContext& ctx) {
   }
 }
 
-std::vector<OpDesc> ConcatGrad(const OpDesc& fwd) {
-  return GradOpBuilder(fwd, "concat_grad").ForwardInputs({"X"}).OutputGrads({"Out"})
-      .InputGrads({"X"});
-}
-
 // ---- reshape: Out = X with the dims of attribute shape ----
 // Paddle's reshape2 rules: 0 copies X's dim at that index, one -1 is
 // inferred from the element count. Unknown (-1) input dims stay unknown.
@@ -318,14 +313,11 @@ void GaussianRandomKernel(ExecutionContext& ctx) {
 
 void RegisterTensorOps() {
   auto& r = OpRegistry::Global();
-  r.Register({.type = "concat",
-              .infer_shape = ConcatInferShape,
-              .kernels = {{Place::Kind::kCPU, ConcatKernel}},
-              .grad_maker = ConcatGrad,
-              .default_attrs = {{"axis", int32_t{0}}}});
-  r.Register({.type = "concat_grad",
-              .infer_shape = InferGradShapeLikeForward,
-              .kernels = {{Place::Kind::kCPU, ConcatGradKernel}}});
+  r.RegisterWithGrad({.type = "concat",
+                      .infer_shape = ConcatInferShape,
+                      .kernels = {{Place::Kind::kCPU, ConcatKernel}},
+                      .default_attrs = {{"axis", int32_t{0}}}},
+                     {.forward_inputs = {"X"}, .output_grads = {"Out"}, .input_grads = {"X"}}, ConcatGradKernel);
   for (const char* type : {"reshape", "reshape2"}) {
     r.Register({.type = type,
                 .infer_shape = ReshapeInferShape,

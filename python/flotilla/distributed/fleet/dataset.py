@@ -142,10 +142,9 @@ class DatasetBase:
         pass
 
 
-def _one_trainer(fleet: Any, call: str) -> None:
-    if fleet is not None and fleet.worker_num() > 1:
-        raise NotImplementedError(f"Dataset.{call} across {fleet.worker_num()} trainers is not in Flotilla yet; "
-                                  "call it without fleet for this trainer's data")
+def _across_trainers(fleet: Any) -> bool:
+    """True when ``fleet`` names a job of several trainers."""
+    return fleet is not None and fleet.worker_num() > 1
 
 
 class InMemoryDataset(DatasetBase):
@@ -191,22 +190,31 @@ class InMemoryDataset(DatasetBase):
         self.dataset.local_shuffle(random.getrandbits(64))
 
     def global_shuffle(self, fleet: Any = None, thread_num: int = 12) -> None:
-        """With one trainer, a local shuffle."""
-        _one_trainer(fleet, "global_shuffle")
-        self.local_shuffle()
+        """Exchanges the records in memory with every other trainer's over
+        the job's store (each record goes to a trainer drawn at random),
+        then shuffles them locally. Every trainer must call it. Without
+        ``fleet`` or with one trainer, a local shuffle. ``thread_num`` (the
+        threads Paddle sends with) has no effect."""
+        seed = random.getrandbits(64)
+        if _across_trainers(fleet):
+            _core.fleet.global_shuffle(self.dataset, seed)
+        else:
+            self.dataset.local_shuffle(seed)
 
     def release_memory(self) -> None:
         self.dataset.release_memory()
 
     def get_memory_data_size(self, fleet: Any = None) -> int:
-        """The records in memory (this trainer's)."""
-        _one_trainer(fleet, "get_memory_data_size")
-        return self.dataset.memory_data_size()
+        """The records in memory: with ``fleet``, summed over every trainer
+        (each must call it)."""
+        size = self.dataset.memory_data_size()
+        return _core.fleet.sum_over_workers(size) if _across_trainers(fleet) else size
 
     def get_shuffle_data_size(self, fleet: Any = None) -> int:
-        """The records after the last shuffle."""
-        _one_trainer(fleet, "get_shuffle_data_size")
-        return self.dataset.shuffle_data_size()
+        """The records after the last shuffle: with ``fleet``, summed over
+        every trainer (each must call it)."""
+        size = self.dataset.shuffle_data_size()
+        return _core.fleet.sum_over_workers(size) if _across_trainers(fleet) else size
 
 
 class QueueDataset(DatasetBase):

@@ -13,7 +13,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from ... import _core
 from ..._save_target import save_target
-from ...executor import Executor, set_run_settings
+from ...executor import Executor
 from ...framework import Program, Variable, global_scope
 from ...optimizer import Optimizer, _names
 from .base.role_maker import MPISymetricRoleMaker, PaddleCloudRoleMaker, RoleMakerBase
@@ -44,13 +44,11 @@ class DistributedOptimizer:
         strategy = self.user_defined_strategy
         # The C++ core validates the strategy (refusing by name what Flotilla
         # lacks), honours FLAGS_fuse_parameter_memory_size, logs the hints not
-        # yet warned about and (in minimize) applies exec_strategy.num_threads.
+        # yet warned about and (in minimize) applies exec_strategy: num_threads
+        # and the program's run settings.
         self._core = _F.distributed_optimizer(self._optimizer._core, strategy._core)
         result = self._core.minimize(loss, startup_program, _names(parameter_list) or self._optimizer._parameters,
                                      set(_names(no_grad_set)))
-        fields = strategy._exec_fields()
-        set_run_settings(loss.block.program, fields.get("num_iteration_per_run", 1),
-                         fields.get("num_iteration_per_drop_scope", 0))
         self._fleet._minimized = True
         return result
 
