@@ -24,3 +24,5 @@ flotilla_python_bench(bench_python)
 flotilla_python_bench(bench_python_feed)
 # embedding + sequence_pool against PyTorch's EmbeddingBag (bench/bench_embedding_bag.py).
 flotilla_python_bench(bench_embedding_bag)
+# Fault tolerance without restarts: recovery from SIGKILLed ranks (issue 34).
+flotilla_python_bench(bench_fault_tolerance)

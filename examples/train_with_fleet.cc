@@ -15,6 +15,13 @@
 // and, when restarted (an elastic job's new world), resumes from the newest
 // one: the step counter continues and rank 0 prints "resumed at step N".
 // --labels sum makes y learnable (sum(x[0..3]) > 2) so the loss shows progress.
+// Under `flotilla launch --fault_tolerance step` (DistributedStrategy
+// fault_tolerance "step") each step is a transaction (fleet::run_step): when a
+// rank dies the survivors drop the step, re-form in-process and redo it in
+// the smaller world. The data is then a deterministic stream of samples
+// (sample i from seed i) dealt out by position, rank and world, so no sample
+// is skipped or read twice; every rank prints a last line
+// {"rank":…,"pid":…,"params_fnv":…,"faults":…,"steps_lost":…} to its log.
 // Prints progress and, as its last line, {"loss":…, "samples_per_sec":…,
 // "ranks":…} where samples_per_sec counts every rank's samples.
 //
@@ -22,6 +29,7 @@
 // the seed's image-classification job instead (train_image_classifier.cc):
 //   flotilla launch --nproc_per_node 2 train_with_fleet --model=ResNet50 --data_dir=./ImageNet
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -36,6 +44,7 @@
 #include "flotilla/api/layers.h"
 #include "flotilla/api/optimizer.h"
 #include "flotilla/common/env.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/core/math.h"
 #include "flotilla/fleet/checkpoint.h"
 #include "flotilla/fleet/fleet.h"  // difference 1: the distributed training library
@@ -136,6 +145,92 @@ class DataGen {
   bool learnable_;
 };
 
+// The fault-tolerant job's data: sample i of the stream is drawn from seed
+// i, so a batch depends only on where it starts.
+FeedMap SamplesAt(int64_t first, int batch, bool learnable) {
+  std::vector<float> x(static_cast<size_t>(batch) * 32);
+  std::vector<int64_t> y(batch);
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  for (int64_t i = 0; i < batch; ++i) {
+    std::mt19937_64 rng(0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(first + i));
+    float sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      x[i * 32 + j] = uni(rng);
+      if (j < 4) sum += x[i * 32 + j];
+    }
+    y[i] = learnable ? int64_t(sum > 2.0f) : static_cast<int64_t>(rng() & 1);
+  }
+  return {{"x", Tensor::FromVector(x, {batch, 32})}, {"y", Tensor::FromVector(y, {batch, 1})}};
+}
+
+// FNV-1a over every parameter's bytes, in name order: equal on every rank
+// when the ranks' parameters are bit-identical.
+uint64_t ParamsFnv(const Program& program) {
+  std::vector<std::string> names;
+  for (const VarDesc* v : program.global_block().AllVars()) {
+    if (v->is_parameter && v->persistable) names.push_back(v->name);
+  }
+  std::sort(names.begin(), names.end());
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string& name : names) {
+    const Tensor& t = global_scope().GetVar(name).GetTensor();
+    const auto* p = static_cast<const unsigned char*>(t.raw_data());
+    for (size_t i = 0; i < t.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The training loop of a fault-tolerant job: each step a transaction; a
+// dropped step is redone in the re-formed world from the same position.
+float TrainFaultTolerant(Executor& exe, Program& train_prog, const Model& m, const Flags& flags,
+                         int64_t first) {
+  fleet::StepState state{first, first * flags.batch_size * fleet::worker_num()};
+  float loss = 0;
+  bool reformed = false;
+  while (state.step < flags.steps) {
+    const int rank = fleet::worker_index();
+    const int64_t i = state.step;
+    FeedMap feed = SamplesAt(state.position + int64_t{rank} * flags.batch_size, flags.batch_size,
+                             flags.labels == "sum");
+    const bool fetch = i % std::max(1, flags.fetch_frequency) == 0 || i == flags.steps - 1;
+    std::vector<std::string> fetch_list;
+    if (fetch) fetch_list.push_back(m.loss.name());
+    auto out = fleet::run_step(exe, train_prog, feed, fetch_list, state, flags.batch_size);
+    if (!out) {
+      reformed = true;
+      continue;
+    }
+    if (reformed) {
+      reformed = false;
+      std::cout << "fault tolerance: step " << i << " committed at unix_ms=" << UnixMs()
+                << " world=" << fleet::worker_num() << std::endl;
+    }
+    if (fetch) loss = (*out)[0].data<float>()[0];
+    if (fetch && fleet::worker_index() == 0 && i % 10 == 0) {
+      std::cout << "step" << i << " cost=" << loss << " ranks=" << fleet::worker_num() << std::endl;
+    }
+  }
+  const fleet::FaultStats& f = fleet::default_fleet().fault_stats();
+  nlohmann::json out = {{"rank", fleet::worker_index()},
+                        {"world", fleet::worker_num()},
+                        {"pid", static_cast<int64_t>(getpid())},
+                        {"steps", state.step},
+                        {"position", state.position},
+                        {"params_fnv", StrCat(ParamsFnv(train_prog))},
+                        {"faults", f.faults},
+                        {"steps_lost", f.steps_lost},
+                        {"reform_ms", f.last_reform_ms},
+                        {"recovery_ms", f.last_recovery_ms}};
+  std::cout << out.dump() << std::endl;
+  return loss;
+}
+
 // Difference 2a: the role. Started as one rank of a job — by flotilla
 // launch, torchrun-style variables, srun, mpirun or a Kubernetes pod — it
 // reads its role from the environment; otherwise it runs as the only worker.
@@ -199,7 +294,12 @@ int Run(const Flags& flags) {
   float loss = 0;
   auto start = std::chrono::steady_clock::now();
   double cpu_start = CpuSeconds();
-  for (int i = static_cast<int>(first); i < flags.steps; ++i) {
+  const bool fault_tolerant = fleet::default_fleet().fault_tolerant();
+  if (fault_tolerant) {
+    loss = TrainFaultTolerant(exe, train_prog, m, flags, first);
+    rank = fleet::worker_index(), ranks = fleet::worker_num();
+  }
+  for (int i = static_cast<int>(first); i < flags.steps && !fault_tolerant; ++i) {
     if (i == flags.warmup) start = std::chrono::steady_clock::now(), cpu_start = CpuSeconds();
     if (i % fetch_every == 0 || i == flags.steps - 1 || (first > 0 && i == first)) {
       loss = exe.run(train_prog, data.Next(), {m.loss.name()})[0].data<float>()[0];

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "fleet_test_util.h"
+#include "flotilla/common/strings.h"
 
 namespace flotilla::fleet::testing {
 namespace {
@@ -219,6 +221,85 @@ TEST(FleetFusion, OneAllreducePerBucketAndOverlap) {
     std::printf("[fusion] fuse=%d buckets=%zu allreduce calls/step=%lld\n", fuse, buckets,
                 static_cast<long long>(calls / steps));
   }
+}
+
+// fault_tolerance "step" in-process: rank 2 of 3 leaves (its groups close,
+// its loss is published where the launcher would write it). Ranks 0 and 1
+// drop the step, re-form as a world of 2 and agree on the state of the one
+// that committed more steps: rank 0 claims one more and holds other
+// parameters, which rank 1 must receive bit for bit, with the step count.
+TEST(FleetFaultTolerance, SurvivorsReformAndAdoptTheMostAdvancedState) {
+  const MlpShape shape;
+  auto store = std::make_shared<comm::HashStore>();
+  DistributedStrategy strategy;
+  strategy.set_fault_tolerance("step");
+  std::mutex mu;
+  std::vector<Params> reformed(2), trained(2);
+  std::vector<StepState> states(2);
+  std::vector<std::string> errors;
+  auto rank_main = [&](int rank) {
+    Fleet fleet;
+    FleetOptions opts;
+    opts.backend = "gloo";  // thread ranks share a pid: shm could not see rank 2 go
+    opts.timeout = std::chrono::seconds(30);
+    fleet.init(UserDefinedRoleMaker(rank, Role::kWorker, 3), store, opts);
+    Model m = BuildMlp(shape, kLr, &fleet, strategy);
+    ASSERT_TRUE(fleet.fault_tolerant());
+    Executor exe;
+    Scope scope;
+    exe.Run(*m.startup, {}, {}, &scope);
+    StepState state;
+    auto step = [&](int world_rank, int world) {
+      const int64_t rows = kGlobalBatch / world;
+      return fleet.run_step(exe, *m.main,
+                            BatchRows(shape, int(state.step), kGlobalBatch, world_rank * rows,
+                                      (world_rank + 1) * rows),
+                            {m.loss.name()}, state, rows, &scope);
+    };
+    for (int s = 0; s < 2; ++s) ASSERT_TRUE(step(rank, 3).has_value());
+    if (rank == 2) {
+      store->setString("flotilla/ft/lost/2", "rank 2 left");
+      return;  // ~Fleet closes its connections
+    }
+    if (rank == 0) {
+      state.step += 1;
+      for (const auto& name : m.params) {
+        Tensor* t = scope.GetVar(name).GetMutableTensor();
+        for (int64_t i = 0; i < t->numel(); ++i) t->data<float>()[i] += 0.5f;
+      }
+    }
+    EXPECT_FALSE(step(rank, 3).has_value());  // dropped: rank 2 is gone
+    EXPECT_EQ(fleet.worker_num(), 2);
+    EXPECT_EQ(fleet.worker_index(), rank);
+    EXPECT_EQ(fleet.fault_stats().faults, 1);
+    EXPECT_EQ(fleet.fault_stats().steps_lost, 1);
+    Params after_reform = Snapshot(scope, m.params);
+    ASSERT_TRUE(step(fleet.worker_index(), 2).has_value());
+    std::lock_guard<std::mutex> lock(mu);
+    reformed[rank] = std::move(after_reform);
+    trained[rank] = Snapshot(scope, m.params);
+    states[rank] = state;
+  };
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        rank_main(r);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        errors.push_back(StrCat("rank ", r, ": ", e.what()));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  // Rank 0 committed 3 steps (its claim), then one more in the world of 2.
+  EXPECT_EQ(states[0].step, 4);
+  EXPECT_EQ(states[1].step, 4);
+  EXPECT_EQ(states[0].position, states[1].position);
+  EXPECT_EQ(MaxAbsDiff(reformed[0], reformed[1]), 0.0f);  // rank 0's (shifted) parameters
+  EXPECT_EQ(MaxAbsDiff(trained[0], trained[1]), 0.0f);
+  EXPECT_GT(MaxAbsDiff(reformed[0], trained[0]), 0.0f);  // the step after moved them
 }
 
 TEST(FleetBroadcast, StartupGivesEveryRankRankZerosParameters) {

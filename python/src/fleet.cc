@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "bindings.h"
+#include "tensor.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/fleet/fleet.h"
 #include "flotilla/io/dataset.h"
@@ -248,6 +249,38 @@ void BindFleetFunctions(py::module_& m) {
   m.def("prefetch_sparse",
         [](const py::dict& feed) { fleet::prefetch_sparse(ToFeedMap(fleet::main_program(), feed)); },
         py::arg("feed"));
+  // Fault tolerance (strategy.fault_tolerance = "step"): see Fleet::run_step.
+  py::class_<fleet::StepState>(m, "StepState")
+      .def(py::init<>())
+      .def_readwrite("step", &fleet::StepState::step)
+      .def_readwrite("position", &fleet::StepState::position);
+  m.def("run_step",
+        [](Executor& exe, const Program& program, const py::dict& feed,
+           const std::vector<std::string>& fetch_list, fleet::StepState& state,
+           int64_t samples_per_rank) -> py::object {
+          FeedMap feeds = ToFeedMap(program, feed);
+          std::optional<std::vector<Tensor>> out;
+          {
+            py::gil_scoped_release release;
+            out = fleet::run_step(exe, program, feeds, fetch_list, state, samples_per_rank);
+          }
+          if (!out) return py::none();
+          py::list arrays;
+          for (const Tensor& t : *out) arrays.append(ToNumpy(t));
+          return arrays;
+        },
+        py::arg("executor"), py::arg("program"), py::arg("feed"), py::arg("fetch_list"),
+        py::arg("state"), py::arg("samples_per_rank") = 0);
+  m.def("fault_stats", [] {
+    const fleet::FaultStats& f = fleet::default_fleet().fault_stats();
+    py::dict d;
+    d["generation"] = f.generation;
+    d["faults"] = f.faults;
+    d["steps_lost"] = f.steps_lost;
+    d["last_reform_ms"] = f.last_reform_ms;
+    d["last_recovery_ms"] = f.last_recovery_ms;
+    return d;
+  });
 }
 
 void BindTranspiler(py::module_& m) {

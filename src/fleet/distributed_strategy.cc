@@ -186,6 +186,9 @@ void CheckRanges(const DistributedStrategy& s) {
   CheckAtLeast(p.heter_configs().pipeline_depth(), 1, "heter_configs.pipeline_depth");
   CheckAtLeast(t.delete_after_unseen_passes(), 0, "sparse_table_configs.delete_after_unseen_passes");
   s.CheckOnAssign("last_comm_group_size_MB");
+  FLOTILLA_CHECK(p.fault_tolerance() == "none" || p.fault_tolerance() == "step", InvalidArgument,
+                 "DistributedStrategy: fault_tolerance '", p.fault_tolerance(),
+                 "' is not none or step");
 }
 
 }  // namespace
@@ -274,6 +277,8 @@ std::vector<std::string> DistributedStrategy::NewHints() const {
 }
 
 void DistributedStrategy::HonourPaddleFlags() {
+  const char* ft = std::getenv("FLOTILLA_FAULT_TOLERANCE");
+  if (ft != nullptr && *ft != '\0' && !proto_->has_fault_tolerance()) proto_->set_fault_tolerance(ft);
   const char* value = std::getenv("FLAGS_fuse_parameter_memory_size");
   if (value == nullptr || proto_->has_fuse_grad_size_in_mb()) return;
   char* end = nullptr;

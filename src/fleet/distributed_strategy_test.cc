@@ -311,5 +311,26 @@ TEST(DistributedStrategy, FuseParameterMemorySizeFlagSizesBucketsUnlessTheStrate
   unsetenv("FLAGS_fuse_parameter_memory_size");
 }
 
+TEST(DistributedStrategy, FaultToleranceIsNoneOrStepAndTheLauncherVariableSetsIt) {
+  EXPECT_EQ(DistributedStrategy().fault_tolerance(), "none");
+  EXPECT_EQ(DistributedStrategy::FromText("fault_tolerance: 'step'").fault_tolerance(), "step");
+  try {
+    DistributedStrategy::FromText("fault_tolerance: 'restart'");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("fault_tolerance 'restart' is not none or step"),
+              std::string::npos) << e.what();
+  }
+  setenv("FLOTILLA_FAULT_TOLERANCE", "step", 1);
+  DistributedStrategy unset;
+  unset.HonourPaddleFlags();
+  EXPECT_EQ(unset.fault_tolerance(), "step");
+  DistributedStrategy mine;
+  mine.set_fault_tolerance("none");
+  mine.HonourPaddleFlags();
+  EXPECT_EQ(mine.fault_tolerance(), "none");
+  unsetenv("FLOTILLA_FAULT_TOLERANCE");
+}
+
 }  // namespace
 }  // namespace flotilla::fleet

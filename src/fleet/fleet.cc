@@ -137,6 +137,9 @@ void Fleet::Reset() {
   rings_.clear();
   group_.reset();
   training_group_.reset();
+  training_group_options_.reset();
+  fault_tolerant_ = false;
+  ft_store_.reset();
   store_.reset();
   ps_.reset();
   main_ = startup_ = nullptr;
@@ -154,12 +157,19 @@ void Fleet::init(const RoleMaker& role, std::shared_ptr<comm::Store> store, Flee
   options_ = std::move(options);
   DefaultComputeThreads(*role_);
   if (role_->role != Role::kWorker || !role_->is_collective || store == nullptr) return;
+  // Fault tolerance's keys: `flotilla launch --fault_tolerance step` writes
+  // "flotilla/ft/lost/<rank>" (the rank at the start) for each lost process.
+  ft_store_ = std::make_shared<comm::PrefixStore>("flotilla/ft", store);
+  ft_id_ = role_->worker_index;
+  ft_members_.clear();
+  for (int r = 0; r < role_->worker_num; ++r) ft_members_.push_back(r);
   store_ = std::make_shared<comm::PrefixStore>("fleet/" + role_->job_id + generation, std::move(store));
   comm::ProcessGroupOptions pg;
   pg.backend = options_.backend;
   pg.timeout = options_.timeout;
   pg.host_id = role_->host_id;
   pg.name = "fleet";
+  default_group_options_ = pg;
   group_ = comm::NewProcessGroup(store_, role_->worker_index, role_->worker_num, pg);
   rings_.push_back(RegisterRing(group_));
   log::Info("fleet: worker {}/{} joined ({} backend)", role_->worker_index, role_->worker_num,
@@ -232,6 +242,7 @@ Program& Fleet::startup_program() const {
 
 int Fleet::TrainingRing(const DistributedStrategy& strategy) {
   bool hierarchical = strategy.use_hierarchical_allreduce();
+  fault_tolerant_ = strategy.fault_tolerance() == "step";
   if (strategy.comm_num() == 1 && !hierarchical) {
     training_group_ = group_;
     return rings_.front();
@@ -243,6 +254,7 @@ int Fleet::TrainingRing(const DistributedStrategy& strategy) {
   pg.name = StrCat("fleet_dp", groups_made_++);
   const int per_host = static_cast<int>(strategy.GetInt("hierarchical_allreduce_inter_nranks"));
   pg.host_id = per_host > 0 ? StrCat("host", role_->worker_index / per_host) : role_->host_id;
+  training_group_options_ = pg;
   training_group_ = comm::NewProcessGroup(store_, role_->worker_index, role_->worker_num, pg);
   rings_.push_back(RegisterRing(training_group_));
   return rings_.back();

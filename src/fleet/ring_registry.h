@@ -17,5 +17,8 @@ int RegisterRing(std::shared_ptr<comm::ProcessGroup> group);
 // transpiled by a fleet that no longer exists, or in another process).
 std::shared_ptr<comm::ProcessGroup> GetRing(int ring_id);
 void UnregisterRing(int ring_id);
+// Points `ring_id` at another group (a re-formed one), or at none while it
+// is rebuilt: GetRing then throws Unavailable.
+void ReplaceRing(int ring_id, std::shared_ptr<comm::ProcessGroup> group);
 
 }  // namespace flotilla::fleet

@@ -12,12 +12,16 @@
 #include <thread>
 #include <type_traits>
 
+#include "flotilla/comm/prefix_store.h"
 #include "flotilla/comm/shm_cleanup.h"
+#include "flotilla/comm/tcp_store.h"
 #include "flotilla/common/enforce.h"
 #include "flotilla/common/file_util.h"
 #include "flotilla/common/safe_file.h"
 #include "flotilla/common/logging.h"
+#include "flotilla/common/strings.h"
 #include "flotilla/launch/signals.h"
+#include "flotilla/trace/metrics.h"
 #include "flotilla/roles/role_env.h"
 #include "launch/elastic/elastic_rendezvous.h"
 #include "launch/env_contract.h"
@@ -145,6 +149,96 @@ auto Interruptible(SignalFd& signals, const char* phase, Fn&& fn) -> decltype(fn
   if constexpr (!std::is_void_v<Result>) return std::move(*result);
 }
 
+// --fault_tolerance step: the launcher tells the job's processes, through
+// the job's store ("flotilla/ft/lost/<rank>", read by fleet's run_step),
+// which trainer died, and reports at the end what the faults cost
+// ("flotilla/ft/faults", "flotilla/ft/steps_lost", counted by the
+// survivors when they re-form).
+class FaultReporter {
+ public:
+  explicit FaultReporter(const LaunchOptions& options) : options_(options) {}
+
+  // Connects to the world's store at once, so a loss is published without
+  // a connection's delay.
+  void OnWorld(const ClusterSpec& spec) {
+    master_ = spec.master;
+    store_.reset();
+    WorldSize().Set(static_cast<double>(spec.trainers.size()));
+    if (options_.fault_tolerance != "step") return;
+    try {
+      Store();
+    } catch (const std::exception& e) {
+      log::Warn("fault tolerance: the job's store is not reachable yet: {}", e.what());
+    }
+  }
+
+  void Lost(const ProcessSpec& p, const std::string& what) {
+    lost_.push_back(p.id);
+    trace::MetricsRegistry::Global()
+        .GetCounter("flotilla_faults_total", "Trainers lost and survived (--fault_tolerance step)")
+        .Add(1);
+    WorldSize().Add(-1);
+    try {
+      Store().setString(StrCat("lost/", p.id), StrCat(p.label(), " ", what));
+      StepsLost().Set(static_cast<double>(Store().add("steps_lost", 0)));
+    } catch (const std::exception& e) {
+      log::Error("fault tolerance: cannot publish the loss of {}: {}", p.label(), e.what());
+    }
+  }
+
+  // The last lines of a run that lost trainers.
+  void Summary(const RunResult& result) {
+    if (lost_.empty()) return;
+    int64_t faults = 0, steps = 0;
+    try {
+      faults = Store().add("faults", 0);
+      steps = Store().add("steps_lost", 0);
+      StepsLost().Set(static_cast<double>(steps));
+    } catch (const std::exception& e) {
+      log::Warn("fault tolerance: cannot read the survivors' counts: {}", e.what());
+    }
+    std::vector<std::string> ranks;
+    for (int r : lost_) ranks.push_back(std::to_string(r));
+    if (result.exit_code != 0) {
+      std::cout << "fault tolerance: the job failed after losing rank(s) [" << Join(ranks, ", ")
+                << "] (" << faults << " re-formed around, costing " << steps << " step(s))"
+                << std::endl;
+      return;
+    }
+    std::cout << "fault tolerance: the job survived " << lost_.size() << " fault(s) (lost rank(s) ["
+              << Join(ranks, ", ") << "]; " << faults << " re-formed around), costing " << steps
+              << " step(s); no survivor was restarted" << std::endl;
+  }
+
+ private:
+  static trace::Gauge& WorldSize() {
+    return trace::MetricsRegistry::Global().GetGauge("flotilla_world_size",
+                                                     "Trainers in the job's current world");
+  }
+  // Updated when a trainer is lost (the re-forms counted so far) and at the end.
+  static trace::Gauge& StepsLost() {
+    return trace::MetricsRegistry::Global().GetGauge(
+        "flotilla_steps_lost_total", "Steps dropped and redone by re-forms (--fault_tolerance step)");
+  }
+
+  comm::Store& Store() {
+    if (!store_) {
+      comm::TCPStoreOptions o;
+      o.timeout = std::chrono::seconds(5);
+      o.connect_timeout = std::chrono::seconds(5);
+      o.token = options_.job_secret;
+      o.tls = JobTlsFiles(options_);
+      store_ = std::make_shared<comm::PrefixStore>("flotilla/ft", comm::ConnectStore(master_, o));
+    }
+    return *store_;
+  }
+
+  const LaunchOptions& options_;
+  std::string master_;
+  std::shared_ptr<comm::Store> store_;
+  std::vector<int> lost_;
+};
+
 int Finish(const ClusterSpec& spec, const RunResult& result) {
   std::string report = AbortReport(spec, result);
   if (!report.empty()) std::cerr << report << std::flush;
@@ -191,6 +285,14 @@ int Launch(LaunchOptions options) {
   supervise.tee = options.tee;
   supervise.log_prefix = options.log_prefix;
   supervise.hooks = observer.Hooks();
+  FaultReporter faults(options);
+  if (options.fault_tolerance == "step") {
+    supervise.fault_tolerance_step = true;
+    supervise.hooks.on_lost = [&](const ProcessSpec& p, const std::string& what) {
+      faults.Lost(p, what);
+    };
+    extra_env.emplace_back("FLOTILLA_FAULT_TOLERANCE", "step");
+  }
   Supervisor supervisor(supervise, signals);
   const ShmSweeper shm(options.job_id);
   // Fixed-size jobs run one world; elastic jobs join again when theirs changed.
@@ -201,6 +303,7 @@ int Launch(LaunchOptions options) {
     observer.OnWorld(world.spec);
     WriteEndpointsLog(options.log_dir, world.spec);
     PrintBanner(options, mode, world.spec);
+    faults.OnWorld(world.spec);
     if (!options.hold_ports) ports.clear();  // --release_ports: a short race instead of a takeover
     RunResult result;
     try {
@@ -213,6 +316,7 @@ int Launch(LaunchOptions options) {
     }
     shm.Sweep();  // every child of this world has exited
     int code = Finish(world.spec, result);
+    faults.Summary(result);
     const bool again = result.launcher_signal == 0 &&
                        Interruptible(signals, "waiting for the job's next world",
                                      [&] { return world.channel->Restart(code); });

@@ -62,6 +62,7 @@ class Watch {
   void ReapAll();
   void OnExit(Child& c, int wait_status);
   bool IsFailure(const Child& c) const;
+  bool LostNotFailed(const Child& c) const;
   void CheckPeers();
   void CheckPsDone();
   void BeginStop(int exit_code, bool servers_only = false);
@@ -82,6 +83,7 @@ class Watch {
   int local_trainers_ok_ = 0;
   std::optional<AbortNotice> peer_abort_;
   std::vector<size_t> failed_;  // indexes into children_
+  std::vector<size_t> lost_;    // indexes into children_ (fault tolerance step)
   std::string stall_;
   std::string diagnosis_;
 };
@@ -259,10 +261,28 @@ bool Watch::IsFailure(const Child& c) const {
   return !(c.status.signal == SIGTERM || (c.status.signal == SIGKILL && c.sent_kill));
 }
 
+// Fault tolerance "step": a trainer's failure while we are not stopping and
+// another trainer still runs is a loss the others survive.
+bool Watch::LostNotFailed(const Child& c) const {
+  if (!options_.fault_tolerance_step || stopping_ || c.spec.role != Role::kTrainer) return false;
+  for (const auto& other : children_) {
+    if (other.running && other.spec.role == Role::kTrainer) return true;
+  }
+  return false;
+}
+
 void Watch::OnExit(Child& c, int wait_status) {
   c.running = false;
   c.status = ExitStatus::FromWait(wait_status);
   Relay(c);
+  if (IsFailure(c) && LostNotFailed(c)) {
+    lost_.push_back(static_cast<size_t>(&c - children_.data()));
+    log::Warn("{} (pid {}) {}; fault tolerance: the other trainers go on without it", c.spec.label(),
+              c.pid, c.status.Describe());
+    if (options_.hooks.on_lost) options_.hooks.on_lost(c.spec, c.status.Describe());
+    PublishStatus();
+    return;
+  }
   if (IsFailure(c)) {
     failed_.push_back(static_cast<size_t>(&c - children_.data()));
     log::Error("{} (pid {}) {}", c.spec.label(), c.pid, c.status.Describe());
@@ -405,11 +425,16 @@ RunResult Watch::Result() {
   for (const auto& c : children_) {
     r.processes.push_back({c.spec, c.pid, c.status, c.log.path(), {}});
   }
-  for (size_t i : failed_) {
+  // A job that failed after losing trainers reports those too: they may
+  // have died of the same cause.
+  std::vector<size_t> failed = failed_;
+  if (exit_code_ != 0) failed.insert(failed.begin(), lost_.begin(), lost_.end());
+  for (size_t i : failed) {
     ProcessOutcome o = r.processes[i];
     o.tail = children_[i].log.Tail(options_.tail_lines);
     r.failed.push_back(std::move(o));
   }
+  for (size_t i : lost_) r.lost.push_back(r.processes[i]);
   return r;
 }
 

@@ -54,6 +54,9 @@ struct SupervisorHooks {
   // Before the job is stopped because of a failure or a stall: what went
   // wrong, for the ABORT report (may take a second to collect dumps).
   std::function<std::string(const std::vector<ProcessView>&)> diagnose;
+  // Fault tolerance "step": a trainer was lost while others run on (see
+  // SupervisorOptions::fault_tolerance_step). `what` describes its end.
+  std::function<void(const ProcessSpec&, const std::string& what)> on_lost;
 };
 
 struct SupervisorOptions {
@@ -69,6 +72,11 @@ struct SupervisorOptions {
   // "always" or "never".
   std::string log_prefix = "auto";
   size_t tail_lines = 20;        // lines of a failed process's log kept for the report
+  // --fault_tolerance step: a trainer that fails while another trainer of
+  // this node still runs is lost, not a failure: the others are left
+  // running (they re-form without it), hooks.on_lost publishes it, and the
+  // run succeeds when the remaining processes do.
+  bool fault_tolerance_step = false;
   SupervisorHooks hooks;
 };
 
@@ -83,6 +91,7 @@ struct ProcessOutcome {
 struct RunResult {
   int exit_code = 0;
   std::vector<ProcessOutcome> failed;     // in the order they were found
+  std::vector<ProcessOutcome> lost;       // trainers lost under fault_tolerance_step
   std::vector<ProcessOutcome> processes;  // every local process, by spawn order
   int launcher_signal = 0;                // the signal that stopped the job, if any
   std::optional<AbortNotice> peer_abort;  // another node's abort that stopped it

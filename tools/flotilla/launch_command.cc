@@ -39,6 +39,11 @@ void AddBaseOptions(CLI::App& c, launch::LaunchOptions& o) {
   c.add_option("--grace_period", g_durations.grace_period, "seconds between SIGTERM and "
                "SIGKILL when the job stops")
       ->envname("FLOTILLA_GRACE_PERIOD")->capture_default_str()->group("Base Parameters");
+  c.add_option("--fault_tolerance", o.fault_tolerance, "none: a failed trainer stops the job "
+               "(elastic jobs restart it); step: the survivors keep their processes, drop the "
+               "step in flight and re-form in a smaller world (docs/elastic.md)")
+      ->envname("FLOTILLA_FAULT_TOLERANCE")->check(CLI::IsMember({"none", "step"}))
+      ->capture_default_str()->group("Base Parameters");
   c.add_flag("--quiet", o.quiet, "print neither the configuration nor rank 0's output")
       ->group("Base Parameters");
   c.add_option("--python", o.python, "interpreter of a .py training script (default: "

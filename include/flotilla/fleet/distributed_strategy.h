@@ -113,6 +113,9 @@ class DistributedStrategy {
   void set_gradient_merge(bool v) { Set("gradient_merge", v); }
   bool sync_batch_norm() const { return GetBool("sync_batch_norm"); }
   void set_sync_batch_norm(bool v) { Set("sync_batch_norm", v); }
+  // "none" (default) or "step": see Fleet::run_step.
+  std::string fault_tolerance() const { return GetString("fault_tolerance"); }
+  void set_fault_tolerance(const std::string& mode) { Set("fault_tolerance", StrategyValue(mode)); }
   bool a_sync() const { return GetBool("a_sync"); }
   void set_a_sync(bool v) { Set("a_sync", v); }
 
@@ -150,6 +153,8 @@ class DistributedStrategy {
   // each hint is given once per process. Thread-safe.
   std::vector<std::string> NewHints() const;
 
+  // FLOTILLA_FAULT_TOLERANCE (what `flotilla launch --fault_tolerance`
+  // exports) sets fault_tolerance unless the strategy sets it.
   // Paddle's FLAGS_fuse_parameter_memory_size (MB of gradients per fused
   // all-reduce) sets fuse_grad_size_in_MB, rounded up, unless the strategy
   // sets it. Throws InvalidArgument naming the variable when it is not a

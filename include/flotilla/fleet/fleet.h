@@ -19,6 +19,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,6 +57,23 @@ struct FleetOptions {
 };
 
 class Fleet;
+
+// What a transactional step commits besides the variables (see
+// Fleet::run_step): the trainer's step counter and its position in the
+// data, counted in samples of the whole job.
+struct StepState {
+  int64_t step = 0;
+  int64_t position = 0;
+};
+
+// What fault tolerance ("step") has survived in this process.
+struct FaultStats {
+  int generation = 0;        // 0 until the first re-form
+  int faults = 0;            // ranks lost
+  int64_t steps_lost = 0;    // steps dropped and redone
+  double last_reform_ms = 0;    // failure seen → new group built and state agreed
+  double last_recovery_ms = 0;  // failure seen → first step committed in the new world
+};
 
 // What distributed_optimizer returns: wraps an optimizer so that minimize()
 // also runs the collective pass. Holds references to the fleet and the
@@ -236,6 +254,36 @@ class Fleet {
   // `scope` (default global_scope()), so the trainer can evaluate the model.
   void heter_flush(Executor& exe, Scope* scope = nullptr);
 
+  // ---- fault tolerance (DistributedStrategy.fault_tolerance "step") ----
+  // Runs one training step of `program` (main_program()) on `feed` and
+  // returns `fetch_list`; on success the step is committed: state.step
+  // grows by one and state.position by samples_per_rank × worker_num().
+  // Without fault tolerance it is exe.run and never returns nullopt.
+  //
+  // With it, the step is a transaction. The gradients' all-reduces all end
+  // before the first optimizer op, so a collective that fails (a peer died:
+  // Unavailable, DeadlineExceeded) leaves parameters, optimizer state and
+  // learning rate as before the step; persistable variables the forward and
+  // backward ops write (batch-norm statistics, counters) are restored from a
+  // copy taken before the step. The survivors then re-form: the launcher
+  // (--fault_tolerance step) publishes the lost ranks in the job's store,
+  // the survivors agree on generation G+1's members there, rebuild their
+  // process groups in-process (same ring ids, new ranks 0..N-2 in the old
+  // order), and the member that committed the most steps broadcasts every
+  // persistable variable of `program` and its StepState to the others. Then
+  // run_step returns nullopt: worker_index() / worker_num() are the new
+  // world's; redo the step from `state` (its batch is re-assigned by the
+  // new rank and world). Throws the collective's error when no rank was
+  // reported lost within the re-form timeout (a failure that is not a lost
+  // peer) or this worker is not in the new world.
+  std::optional<std::vector<Tensor>> run_step(Executor& exe, const Program& program,
+                                              const FeedMap& feed,
+                                              const std::vector<std::string>& fetch_list,
+                                              StepState& state, int64_t samples_per_rank = 0,
+                                              Scope* scope = nullptr);
+  bool fault_tolerant() const { return fault_tolerant_; }
+  const FaultStats& fault_stats() const { return fault_stats_; }
+
   // The workers' default group (nullptr in a one-worker job without store).
   std::shared_ptr<comm::ProcessGroup> process_group() const { return group_; }
   // The group the last minimize() all-reduces on (for its statistics).
@@ -263,6 +311,16 @@ class Fleet {
   // (opened once); nullptr with one worker.
   std::shared_ptr<comm::Store> WorkersStore();
 
+  // Fault tolerance: drops the failed groups, agrees on the next world and
+  // rebuilds the groups and the state (see run_step).
+  void Reform(Executor& exe, const Program& program, Scope* scope, StepState& state,
+              const std::string& failure);
+  std::vector<int> AgreeOnMembers(int generation, const StepState& state, const std::string& failure);
+  void SyncState(const Program& program, Scope* scope, StepState& state, int root);
+  // Persistable variables written before the step's last collective
+  // (computed once per program version).
+  const std::vector<std::string>& PreCommitWrites(const Program& program);
+
   // Worker 0, when it hosts the store, waits (bounded) until every other
   // worker has disconnected, so none loses the store in its last request.
   static void WaitForStoreClients(const comm::TCPStoreServer& server);
@@ -276,6 +334,22 @@ class Fleet {
   std::shared_ptr<comm::ProcessGroup> group_;
   std::shared_ptr<comm::ProcessGroup> training_group_;
   std::vector<int> rings_;  // registered by this fleet; unregistered on destruction
+  // Fault tolerance: the raw job store's "flotilla/ft" keys, this worker's
+  // id (its first worker_index), the current world's members by id, and
+  // the training group's options (rebuilt per generation).
+  bool fault_tolerant_ = false;
+  std::shared_ptr<comm::Store> ft_store_;
+  int ft_id_ = 0;
+  std::vector<int> ft_members_;
+  comm::ProcessGroupOptions default_group_options_;
+  std::optional<comm::ProcessGroupOptions> training_group_options_;  // when not the default group
+  FaultStats fault_stats_;
+  struct PreCommit {
+    uint64_t program = 0, version = 0;
+    std::vector<std::string> names;
+  };
+  std::optional<PreCommit> pre_commit_;  // of the last program run_step ran
+  std::optional<std::chrono::steady_clock::time_point> failure_seen_;  // until the next commit
   int inits_ = 0;  // the generation of the workers' keys in the store
   int groups_made_ = 0;
   int saves_ = 0;
@@ -318,6 +392,11 @@ void init_worker(bool servers_loaded = false);
 void stop_worker();
 int64_t shrink();
 void prefetch_sparse(const FeedMap& next_feed);
+std::optional<std::vector<Tensor>> run_step(Executor& exe, const Program& program,
+                                            const FeedMap& feed,
+                                            const std::vector<std::string>& fetch_list,
+                                            StepState& state, int64_t samples_per_rank = 0,
+                                            Scope* scope = nullptr);
 
 // Applies `strategy`'s exec_strategy to `program` (Paddle's
 // ExecutionStrategy, as CompiledProgram.with_data_parallel and

@@ -49,6 +49,9 @@ struct LaunchOptions {
   bool force = false;
   std::chrono::seconds elastic_ttl{3};                // a node's lease in etcd
   std::chrono::milliseconds elastic_timeout{10000};   // the first world waits this long for MAX
+  // "none": a failed trainer stops the job (or, elastic, restarts it);
+  // "step": survivors re-form in-process (docs/elastic.md).
+  std::string fault_tolerance = "none";
   // Supervision.
   std::chrono::milliseconds grace_period{5000};
   std::chrono::milliseconds poll_interval{50};

@@ -26,10 +26,12 @@ util = UtilBase()  # fleet.init gives it the role; set_util replaces it
 _FUNCTIONS = ["init", "is_worker", "is_server", "is_first_worker", "worker_index", "worker_num", "server_num",
               "server_index", "worker_endpoints", "server_endpoints", "barrier_worker", "distributed_optimizer",
               "init_server", "run_server", "init_worker", "stop_worker", "prefetch_sparse", "save_persistables",
-              "save_inference_model", "save", "load_model", "_get_applied_meta_list", "_get_applied_graph_list"]
+              "save_inference_model", "save", "load_model", "_get_applied_meta_list", "_get_applied_graph_list",
+              "run_step", "fault_stats"]
 _bind(globals(), fleet, _FUNCTIONS)
+StepState = Fleet.StepState
 
 __all__ = ["fleet", "Fleet", "DistributedOptimizer", "DistributedStrategy", "PaddleCloudRoleMaker",
            "UserDefinedRoleMaker", "MPISymetricRoleMaker", "Role", "base", "UtilBase", "util", "set_util",
            "data_generator", "MultiSlotDataGenerator", "MultiSlotStringDataGenerator",
-           "dataset", "DatasetBase", "InMemoryDataset", "QueueDataset"] + _FUNCTIONS
+           "dataset", "DatasetBase", "InMemoryDataset", "QueueDataset", "StepState"] + _FUNCTIONS

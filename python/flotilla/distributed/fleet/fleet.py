@@ -205,6 +205,28 @@ class Fleet:
         """The startup program the last minimize transpiled."""
         return _F.startup_program()
 
+    # ---- fault tolerance (strategy.fault_tolerance = "step") ----
+
+    StepState = _F.StepState
+
+    def run_step(self, executor: Executor, feed: Mapping[str, Any], fetch_list: Sequence[Any],
+                 state: Any, samples_per_rank: int = 0, program: Optional[Program] = None) -> Any:
+        """One training step of ``program`` (default: main_program) as a
+        transaction; returns the fetched arrays and advances ``state`` (a
+        ``fleet.StepState``: step, and position by samples_per_rank ×
+        worker_num). With ``fault_tolerance`` "step", a step whose collective
+        failed because a peer was lost is dropped, the survivors re-form
+        in-process, and None is returned: redo the step from ``state`` with
+        the new worker_index() / worker_num() (docs/elastic.md)."""
+        self._check_init("run_step")
+        return _F.run_step(executor._exe, program or _F.main_program(), dict(feed), _names(fetch_list),
+                           state, samples_per_rank)
+
+    def fault_stats(self) -> dict:
+        """What fault tolerance survived here: generation, faults, steps_lost,
+        last_reform_ms, last_recovery_ms."""
+        return dict(_F.fault_stats())
+
     # ---- parameter servers ----
 
     # init_server, run_server, init_worker and stop_worker act as Paddle's in
