@@ -136,11 +136,17 @@ std::string SafeDir::PathOf(std::string_view name) const {
 
 SafeDir SafeDir::Subdir(const std::string& name, bool create) const {
   CheckPlainName(name, path_);
-  if (create && ::mkdirat(fd_, name.c_str(), 0755) != 0 && errno != EEXIST) {
-    FLOTILLA_THROW(Unavailable, "cannot create directory '", PathOf(name), "': ",
-                   std::strerror(errno));
+  int fd = -1;
+  // With `create`, a directory another process removes between the mkdir
+  // and the open (launchers sharing a log directory) is made again.
+  for (int attempt = 0; attempt < (create ? 5 : 1); ++attempt) {
+    if (create && ::mkdirat(fd_, name.c_str(), 0755) != 0 && errno != EEXIST) {
+      FLOTILLA_THROW(Unavailable, "cannot create directory '", PathOf(name), "': ",
+                     std::strerror(errno));
+    }
+    fd = ::openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 || errno != ENOENT) break;
   }
-  const int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
     FLOTILLA_CHECK(err != ENOENT, NotFound, "directory '", PathOf(name), "' does not exist");

@@ -3,6 +3,7 @@ training examples under ``flotilla launch``, and reading their results."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import subprocess
@@ -16,6 +17,14 @@ SKIP_CODE = 77  # ctest's SKIP_RETURN_CODE for these tests
 
 def bin_path(name: str) -> str:
     return os.path.join(BUILD, "bin", name)
+
+
+def assert_same_loss(test, got: float, ref: float, what: str) -> None:
+    """The loss of a 2 hosts x 2 ranks job against the reference launched as
+    4 ranks on one host: the hierarchical all-reduce sums two per host and
+    then the hosts' sums, the reference four on one host, so float rounding
+    may differ in the last bits (relative 1e-6); anything more is a bug."""
+    test.assertTrue(math.isclose(got, ref, rel_tol=1e-6), f"{what}: loss {got!r} vs {ref!r}")
 
 
 # A small, seeded run: every way of starting it must give the same loss.

@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cluster_test_util import (COLLECTIVE_ARGS, PS_ARGS, SOURCE, bin_path, cmdline,  # noqa: E402
+from cluster_test_util import (COLLECTIVE_ARGS, PS_ARGS, SOURCE, assert_same_loss, bin_path, cmdline,  # noqa: E402
                                last_json, launch_reference, read_text, results, skip_unless)
 from slurm_cluster import SlurmCluster, can_run_slurm  # noqa: E402
 
@@ -73,7 +73,7 @@ class SlurmTest(unittest.TestCase):
         self.assertIn(self.cluster.hosts.ips[1], endpoints)
         got = last_json(read_text(os.path.join(record["log"], "workerlog.0")))
         self.assertEqual(got["ranks"], 4)
-        self.assertEqual(got["loss"], ref["loss"], "sbatch and flotilla launch disagree")
+        assert_same_loss(self, got["loss"], ref["loss"], "sbatch and flotilla launch disagree")
 
     def test_ps_job_of_2_servers_and_2_workers(self) -> None:
         ref = results(launch_reference(os.path.join(self.work, "ref-ps"),
@@ -98,7 +98,7 @@ class SlurmTest(unittest.TestCase):
         self.assertEqual(record["JobState"], "COMPLETED", out)
         got = last_json(out)
         self.assertEqual(got["ranks"], 4)
-        self.assertEqual(got["loss"], ref["loss"], "srun -n 4 and flotilla launch disagree")
+        assert_same_loss(self, got["loss"], ref["loss"], "srun -n 4 and flotilla launch disagree")
         explain = self.cluster.command(["srun", "-N", "2", "-n", "4", "-l", bin_path("flotilla"),
                                         "env", "--explain"], self.env).stdout
         task3 = "\n".join(line[3:] for line in explain.splitlines() if line.startswith("3: "))

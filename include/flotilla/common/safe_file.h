@@ -61,6 +61,8 @@ class SafeDir {
   // The subdirectory `name` (one plain name, no '/'), created (mode 0755
   // less the umask) when `create` and missing. A symlink is refused; the
   // subdirectory is not checked for permissions (this one's owner made it).
+  // With `create`, one removed by another process while this call runs
+  // (launchers sharing a log directory) is made again.
   SafeDir Subdir(const std::string& name, bool create) const;
   // openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode): the caller owns
   // the descriptor. Throws Unavailable naming the path.
