@@ -111,7 +111,9 @@ def run_one(entry: Dict[str, Any], ref_dir: str, data_dir: str, pythonpath: str,
         result.update(status="absent", detail=f"no copy at {script}")
         return result
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(script), pythonpath) if p)
+    # Absolute: the script runs in a fresh working directory.
+    paths = [os.path.dirname(script)] + [os.path.abspath(p) for p in pythonpath.split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     env["FLOTILLA_DATA_HOME"] = data_dir
     module = os.path.splitext(entry["script"])[0]
     if entry["how"] == "unittest":
