@@ -79,7 +79,7 @@ PS_JOB = textwrap.dedent("""
         fleet.init_worker()
         rng = np.random.default_rng(fleet.worker_index())
         losses = []
-        for step in range(30):
+        for step in range(60):  # asynchronous updates: room for a slow interleaving
             xs = rng.random((16, 3), np.float32)
             losses.append(float(exe.run(fluid.default_main_program(), feed={"x": xs, "y": xs.sum(1, keepdims=True)},
                                         fetch_list=[cost])[0]))
@@ -114,8 +114,11 @@ def test_parameter_server_job_under_mpirun_trains_with_paddles_default_strategy(
             job.wait()
     assert job.returncode == 0, out[-3000:] + err[-3000:]
     results = [json.loads((tmp_path / f"out.worker{w}").read_text()) for w in range(2)]
+    # Asynchronous: a worker that starts late already sees trained parameters,
+    # so each ends below half of the untrained loss the earlier one saw.
+    untrained = max(np.mean(r["losses"][:5]) for r in results)
     for r in results:
         assert r["async"], "no strategy: Paddle's default is the async strategy"
         assert len(r["servers"]) == 2 and all(s.startswith("127.0.0.1:") for s in r["servers"])
         losses = np.array(r["losses"])
-        assert np.isfinite(losses).all() and losses[-5:].mean() < 0.5 * losses[:5].mean(), losses
+        assert np.isfinite(losses).all() and losses[-5:].mean() < 0.5 * untrained, (losses, untrained)
