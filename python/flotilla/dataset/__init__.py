@@ -1,3 +1,3 @@
 """Datasets (Paddle's ``paddle.dataset``) that Flotilla ships or finds locally."""
 
-from . import cifar, mnist, uci_housing  # noqa: F401
+from . import cifar, common, mnist, uci_housing  # noqa: F401

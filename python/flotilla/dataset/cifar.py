@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Tuple
 
 import numpy as np
 
-from .mnist import data_home
+from .common import local_file
 
 Sample = Tuple[np.ndarray, int]
 
@@ -31,17 +31,8 @@ CIFAR10 = "cifar-10-python.tar.gz"
 CIFAR100 = "cifar-100-python.tar.gz"
 
 
-def _archive(name: str) -> str:
-    path = os.path.join(data_home(), "cifar", name)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"paddle.dataset.cifar: {path} is missing; Flotilla downloads nothing: put {name} there "
-            f"(Paddle's cache layout), or set FLOTILLA_DATA_HOME to a directory holding cifar/{name}")
-    return path
-
-
 def _reader(archive: str, sub_name: str, cycle: bool = False) -> Callable[[], Iterator[Sample]]:
-    path = _archive(archive)
+    path = local_file("cifar", archive)
 
     def reader() -> Iterator[Sample]:
         while True:

@@ -20,6 +20,8 @@ from typing import Callable, Iterator, Tuple
 
 import numpy as np
 
+from .common import local_file
+
 Sample = Tuple[np.ndarray, int]
 
 TRAIN_IMAGES = "train-images-idx3-ubyte.gz"
@@ -28,22 +30,6 @@ TEST_IMAGES = "t10k-images-idx3-ubyte.gz"
 TEST_LABELS = "t10k-labels-idx1-ubyte.gz"
 _IMAGE_MAGIC = 2051
 _LABEL_MAGIC = 2049
-
-
-def data_home() -> str:
-    """Where Paddle's dataset files are looked for: $FLOTILLA_DATA_HOME, else
-    Paddle's cache directory ~/.cache/paddle/dataset."""
-    home = os.environ.get("FLOTILLA_DATA_HOME")
-    return home if home else os.path.join(os.path.expanduser("~"), ".cache", "paddle", "dataset")
-
-
-def _path(name: str) -> str:
-    path = os.path.join(data_home(), "mnist", name)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"paddle.dataset.mnist: {path} is missing; Flotilla downloads nothing: put MNIST's {name} there "
-            f"(Paddle's cache layout), or set FLOTILLA_DATA_HOME to a directory holding mnist/{name}")
-    return path
 
 
 def _read_idx(path: str, magic: int) -> np.ndarray:
@@ -65,7 +51,7 @@ def _read_idx(path: str, magic: int) -> np.ndarray:
 
 
 def _reader(image_name: str, label_name: str) -> Callable[[], Iterator[Sample]]:
-    image_path, label_path = _path(image_name), _path(label_name)
+    image_path, label_path = local_file("mnist", image_name), local_file("mnist", label_name)
 
     def reader() -> Iterator[Sample]:
         images = _read_idx(image_path, _IMAGE_MAGIC)
