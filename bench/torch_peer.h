@@ -32,10 +32,9 @@ inline std::string TorchPeerEnv(int threads) {
 
 // The kernels each side ran, for a bench's JSON line.
 inline nlohmann::json KernelsJson() {
-  return {{"flotilla_blas", blas::KernelInfo().core},
-          {"pytorch_blas", blas::KernelInfo().core},
-          {"pytorch_aten", TorchCpuCapability()},
-          {"cpu", blas::KernelInfo().cpu}};
+  const blas::Kernels k = blas::KernelInfo();
+  return {{"flotilla_blas", k.core}, {"pytorch_blas", k.core}, {"pytorch_aten", TorchCpuCapability()},
+          {"cpu", k.cpu}};
 }
 
 }  // namespace flotilla::bench
